@@ -1,0 +1,149 @@
+"""Render a template for a spec into an importable module, cached on disk by content hash.
+
+The cache key hashes (template source, spec key, sparsemla version, triton version), so a
+changed template or upgraded Triton never reuses a stale module. Files are written to a
+temporary name and renamed into place, so concurrent processes never import a half-written
+module.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+from .layout import M1_SCALE_ROW_BYTES, FormatLayout
+from .spec import KernelSpec
+
+_TL_DTYPES = {"bf16": "tl.bfloat16", "fp16": "tl.float16", "fp32": "tl.float32"}
+
+
+def _version() -> str:
+    from sparsemla import __version__
+    return __version__
+
+
+def template_source(name: str) -> str:
+    return resources.files("sparsemla.templates").joinpath(name).read_text()
+
+
+def template_hash(name: str) -> str:
+    return hashlib.sha256(template_source(name).encode()).hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("SPARSEMLA_CACHE_DIR")
+    if root:
+        return Path(root) / "gen"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sparsemla" / "gen"
+
+
+@dataclass(frozen=True)
+class CacheDesc:
+    """One KV cache as the template sees it: naming prefix, layout, page size, list width."""
+
+    name: str
+    p: str  # argument prefix: "" for the main cache, "x_" for the extra one
+    layout: FormatLayout
+    page_size: int
+    topk: int
+
+    @property
+    def P(self) -> str:
+        return self.p.upper()
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        return self.layout.views
+
+    @property
+    def row_bytes(self) -> int:
+        return self.layout.row_bytes
+
+    @property
+    def scale_row_bytes(self) -> int:
+        return M1_SCALE_ROW_BYTES
+
+
+def cache_descs(spec: KernelSpec) -> list[CacheDesc]:
+    out = [CacheDesc("main", "", spec.layout, spec.page_size, spec.topk)]
+    if spec.extra_topk:
+        out.append(CacheDesc("extra", "x_", spec.layout, spec.extra_page_size, spec.extra_topk))
+    return out
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                              trim_blocks=False, lstrip_blocks=False)
+
+
+def render_source(spec: KernelSpec, template: str = "sparse_mla.py.jinja") -> str:
+    layout = spec.layout
+    q_segs = []
+    for seg in layout.segments:
+        if (seg.col, seg.width) not in q_segs:
+            q_segs.append((seg.col, seg.width))
+    ctx = dict(
+        spec=spec, spec_key=spec.key, version=_version(), caches=cache_descs(spec),
+        q_segs=q_segs, v_segs=[s for s in layout.segments if s.in_v],
+        cdt=_TL_DTYPES[spec.compute_dtype], qdt=_TL_DTYPES[spec.q_dtype],
+    )
+    try:
+        return _env().from_string(template_source(template)).render(**ctx)
+    except jinja2.TemplateError as e:
+        raise RuntimeError(f"rendering {template} for {spec.key} failed: {e}") from e
+
+
+def _source_hash(spec: KernelSpec, template: str) -> str:
+    import triton
+    h = hashlib.sha256()
+    for part in (template_source(template), spec.key, _version(), triton.__version__):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:20]
+
+
+def atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def module_path(spec: KernelSpec, template: str = "sparse_mla.py.jinja") -> Path:
+    return cache_dir() / _source_hash(spec, template) / f"{spec.module_name}.py"
+
+
+@lru_cache(maxsize=None)
+def load_module(spec: KernelSpec, template: str = "sparse_mla.py.jinja"):
+    """Render (if not cached) and import the module for ``spec``; one import per process."""
+    path = module_path(spec, template)
+    if not path.exists():
+        atomic_write(path, render_source(spec, template))
+    name = f"{spec.module_name}_{path.parent.name}"
+    mod_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(mod_spec)
+    sys.modules[name] = module  # Triton's JIT reads the kernels' source through the module
+    try:
+        mod_spec.loader.exec_module(module)
+    except Exception as e:
+        del sys.modules[name]
+        raise RuntimeError(f"generated module for {spec.key} at {path} failed to import: {e}") from e
+    if getattr(module, "SPEC_KEY", None) != spec.key:
+        raise RuntimeError(f"generated module {path} holds spec {getattr(module, 'SPEC_KEY', None)!r}, "
+                           f"expected {spec.key}")
+    return module

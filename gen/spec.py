@@ -1,0 +1,205 @@
+"""The frozen kernel spec: every specialization axis of a generated sparse-MLA module.
+
+``KernelSpec.key`` is the canonical string: it names the generated module, keys the
+render cache and the tuned tables, and appears in every error about the spec.
+``Config`` holds the tunables (tile sizes, splits, warps, stages); the arch decides which
+values are allowed and which are the defaults.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+
+from .layout import FORMATS, format_layout
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    cc: int  # compute capability as Triton's GPUTarget wants it (90, 120, 121)
+    smem_bytes: int  # shared memory one block may use
+    warps: tuple[int, ...]  # num_warps values worth trying
+    max_stages: int
+    num_sms: int  # SM count of the reference part, for default split choice
+
+
+ARCHS = {
+    # H100/H200: 227 KB opt-in shared memory per block.
+    "sm90": Arch("sm90", 90, 232448, (4, 8), 4, 132),
+    # RTX PRO 6000 / RTX 50xx (sm120) and GB10 (sm121): ~99 KB per block, no wgmma.
+    "sm120": Arch("sm120", 120, 101376, (4, 8), 3, 188),
+    "sm121": Arch("sm121", 121, 101376, (4, 8), 3, 48),
+}
+
+DTYPES = ("bf16", "fp16", "fp32")
+FAMILIES = ("sparse_mla",)
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What one generated module is specialized for (not how it is tiled)."""
+
+    kv_format: str = "auto"
+    d_qk: int = 576
+    d_v: int = 512
+    num_heads: int = 128
+    topk: int = 2048
+    page_size: int = 1
+    arch: str = "sm90"
+    q_dtype: str = "bf16"
+    compute_dtype: str = "bf16"
+    has_sink: bool = False
+    extra_topk: int = 0  # 0: no extra cache; else the extra index list's width
+    extra_page_size: int = 1
+    return_lse: bool = False
+    family: str = "sparse_mla"
+
+    def __post_init__(self):
+        def bad(name, expected):
+            raise ValueError(f"KernelSpec.{name}={getattr(self, name)!r}: expected {expected}")
+
+        if self.family not in FAMILIES:
+            bad("family", f"one of {FAMILIES}")
+        if self.arch not in ARCHS:
+            bad("arch", f"one of {tuple(ARCHS)}")
+        if self.kv_format not in FORMATS:
+            bad("kv_format", f"one of {FORMATS}")
+        for name in ("q_dtype", "compute_dtype"):
+            if getattr(self, name) not in DTYPES:
+                bad(name, f"one of {DTYPES}")
+        if self.kv_format == "auto" and self.q_dtype == "fp32" and self.compute_dtype != "fp32":
+            bad("compute_dtype", "'fp32' when q and the auto cache are float32")
+        for name, hi in (("num_heads", 1024), ("topk", 1 << 20)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 1 <= v <= hi:
+                bad(name, f"an int in 1..{hi}")
+        for name in ("page_size", "extra_page_size"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 1 <= v <= 4096:
+                bad(name, "an int in 1..4096")
+        if not isinstance(self.extra_topk, int) or not 0 <= self.extra_topk <= 1 << 20:
+            bad("extra_topk", "an int in 0..2**20 (0 = no extra cache)")
+        try:
+            format_layout(self.kv_format, self.d_qk, self.d_v)
+        except ValueError as e:
+            raise ValueError(f"KernelSpec {self.key}: {e}") from None
+
+    @property
+    def layout(self):
+        return format_layout(self.kv_format, self.d_qk, self.d_v)
+
+    @property
+    def key(self) -> str:
+        parts = [self.family, self.arch, self.kv_format, f"qk{self.d_qk}", f"v{self.d_v}",
+                 f"h{self.num_heads}", f"k{self.topk}", f"p{self.page_size}",
+                 f"q{self.q_dtype}", f"c{self.compute_dtype}"]
+        if self.has_sink:
+            parts.append("sink")
+        if self.extra_topk:
+            parts.append(f"x{self.extra_topk}p{self.extra_page_size}")
+        if self.return_lse:
+            parts.append("lse")
+        return "-".join(parts)
+
+    @property
+    def module_name(self) -> str:
+        return "sparsemla_gen_" + re.sub(r"[^0-9a-zA-Z]", "_", self.key)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_key(cls, key: str) -> "KernelSpec":
+        """Inverse of ``key``; ValueError names the part it cannot read."""
+        parts = key.split("-")
+        if len(parts) < 10:
+            raise ValueError(f"spec key {key!r}: expected at least 10 '-'-separated parts")
+        fam, arch, fmt, qk, v, h, k, p, qd, cd, *opt = parts
+        try:
+            kw = dict(family=fam, arch=arch, kv_format=fmt, d_qk=int(qk[2:]), d_v=int(v[1:]),
+                      num_heads=int(h[1:]), topk=int(k[1:]), page_size=int(p[1:]),
+                      q_dtype=qd[1:], compute_dtype=cd[1:])
+            for o in opt:
+                if o == "sink":
+                    kw["has_sink"] = True
+                elif o == "lse":
+                    kw["return_lse"] = True
+                elif o.startswith("x"):
+                    xt, xp = o[1:].split("p")
+                    kw["extra_topk"], kw["extra_page_size"] = int(xt), int(xp)
+                else:
+                    raise ValueError(f"unknown part {o!r}")
+        except ValueError as e:
+            raise ValueError(f"spec key {key!r}: {e}") from None
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Tunables of one launch of a generated module."""
+
+    block_h: int = 64  # heads per program: the MMA's M dimension
+    block_n: int = 32  # gathered KV rows per tile
+    num_splits: int = 1  # split-K over the top-k list (1: no combine pass)
+    num_warps: int = 8
+    num_stages: int = 2
+
+    def check(self, spec: KernelSpec) -> "Config":
+        """Raise ValueError if this config cannot run ``spec`` on its arch."""
+        arch = ARCHS[spec.arch]
+
+        def bad(name, expected):
+            raise ValueError(f"Config.{name}={getattr(self, name)!r} for {spec.key}: expected {expected}")
+
+        if not _pow2(self.block_h) or not 16 <= self.block_h <= 128:
+            bad("block_h", "a power of two in 16..128")
+        if not _pow2(self.block_n) or not 16 <= self.block_n <= 256:
+            bad("block_n", "a power of two in 16..256")
+        if not isinstance(self.num_splits, int) or not 1 <= self.num_splits <= 256:
+            bad("num_splits", "an int in 1..256")
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            bad("num_warps", "one of 1, 2, 4, 8, 16")
+        if not 1 <= self.num_stages <= arch.max_stages:
+            bad("num_stages", f"an int in 1..{arch.max_stages} on {arch.name}")
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Config":
+        names = {f.name for f in fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"Config: unknown fields {sorted(unknown)}; expected {sorted(names)}")
+        return cls(**d)
+
+
+def next_pow2(x: int) -> int:
+    return 1 << max(0, (x - 1).bit_length())
+
+
+def default_config(spec: KernelSpec, num_tokens: int, num_sms: int | None = None) -> Config:
+    """The arch's untuned choice for ``num_tokens`` query tokens.
+
+    Heads form the MMA's M dimension (up to 64 per program); when tokens x head blocks
+    cannot fill the GPU, the top-k list is split so that about two waves of programs run.
+    """
+    arch = ARCHS[spec.arch]
+    sms = num_sms or arch.num_sms
+    block_h = min(64, max(16, next_pow2(spec.num_heads)))
+    head_blocks = -(-spec.num_heads // block_h)
+    programs = max(1, num_tokens) * head_blocks
+    splits = 1
+    total = spec.topk + spec.extra_topk
+    while programs * splits < 2 * sms and splits < 64 and total // (splits * 2) >= 64:
+        splits *= 2
+    small_smem = arch.smem_bytes < 150_000
+    block_n = 32 if (small_smem or block_h == 64) else 64
+    num_stages = 2 if small_smem else (2 if block_h == 64 else 3)
+    num_warps = 8 if block_h >= 64 else 4
+    return Config(block_h, block_n, splits, num_warps, num_stages).check(spec)

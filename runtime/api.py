@@ -1,0 +1,162 @@
+"""The public entry point: ``sparse_mla``."""
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+
+from sparsemla.gen.spec import Config, KernelSpec
+
+from .kvcache import describe_cache
+from .reference import sparse_mla_reference
+
+log = logging.getLogger("sparsemla")
+
+BACKENDS = ("auto", "triton", "torch")
+_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+_FIXED_DIMS = {"fp8_ds_mla": (576, 512), "model1": (512, 512)}
+
+
+def device_arch(device: torch.device) -> str:
+    """The spec arch for ``device``: from its compute capability, or SPARSEMLA_ARCH on the CPU."""
+    if device.type != "cuda":
+        return os.environ.get("SPARSEMLA_ARCH", "sm90")
+    major, minor = torch.cuda.get_device_capability(device)
+    if major == 9:
+        return "sm90"
+    if major == 12:
+        return "sm121" if minor == 1 else "sm120"
+    # Other parts run the same Triton code; sm120's smaller shared-memory budget is the safe default.
+    return "sm120"
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _check_tensor(name, t, *, dtypes, shape, device, allow_none=False):
+    if t is None:
+        if allow_none:
+            return
+        raise TypeError(f"{name}: expected a tensor, got None")
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in dtypes:
+        raise TypeError(f"{name}: dtype {t.dtype}, expected {' or '.join(map(str, dtypes))}")
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError(f"{name}: shape {tuple(t.shape)}, expected {tuple(shape)}")
+    if t.device != device:
+        raise ValueError(f"{name}: on {t.device}, expected q's device {device}")
+
+
+def _check_index_range(name, idx, num_slots):
+    if idx.numel() == 0:
+        return
+    lo, hi = int(idx.min()), int(idx.max())
+    if lo < -1 or hi >= num_slots:
+        raise ValueError(f"{name}: slot ids must be -1 or in [0, {num_slots}) for this cache; "
+                         f"found values in [{lo}, {hi}]")
+
+
+def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, topk_length=None,
+               out=None, return_lse=False, backend="auto", kv_scale=None, page_size=None,
+               attn_sink=None, extra_kv_cache=None, extra_indices=None, extra_topk_length=None,
+               extra_page_size=None, config: Config | None = None, compute_dtype=None,
+               check_indices=None):
+    """Sparse MLA attention: each query token attends to its own selected KV slots.
+
+    q: [T, H, d_qk] bf16/fp16 (fp32 for tests); kv_cache: see ``kv_format``; indices:
+    [T, topk] int32 global slot ids (``page * page_size + offset``), -1 = skip.
+    Returns [T, H, d_v] in q's dtype, or (out, lse) with lse [T, H] float32 (natural log,
+    without the sink, +inf for a row with nothing valid, whose output is 0).
+    ``check_indices`` (default: on for CPU tensors) raises on slot ids past the cache; the
+    kernel itself always skips them, so a GPU call needs no host sync.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: expected one of {BACKENDS}")
+    if not isinstance(q, torch.Tensor):
+        raise TypeError(f"q: expected a torch.Tensor, got {type(q).__name__}")
+    if q.dtype not in _DTYPE_NAMES:
+        raise TypeError(f"q: dtype {q.dtype}, expected torch.bfloat16, torch.float16 or torch.float32")
+    if q.ndim != 3:
+        raise ValueError(f"q: shape {tuple(q.shape)}, expected [T, H, d_qk]")
+    T, H, d_qk = q.shape
+    if kv_format in _FIXED_DIMS and (d_qk, d_v) != _FIXED_DIMS[kv_format]:
+        raise ValueError(f"q: last dim {d_qk} with d_v={d_v}; kv_format={kv_format!r} expects "
+                         f"d_qk={_FIXED_DIMS[kv_format][0]}, d_v={_FIXED_DIMS[kv_format][1]}")
+    if not isinstance(sm_scale, (int, float)) or not sm_scale > 0:
+        raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float")
+    dev = q.device
+    view = describe_cache(kv_cache, kv_format, d_qk, d_v, page_size=page_size, kv_scale=kv_scale,
+                          q_dtype=q.dtype)
+    if kv_cache.device != dev:
+        raise ValueError(f"kv_cache: on {kv_cache.device}, expected q's device {dev}")
+    if not isinstance(indices, torch.Tensor) or indices.ndim != 2:
+        raise ValueError(f"indices: expected an int32 tensor [T={T}, topk], got "
+                         f"{getattr(indices, 'shape', type(indices).__name__)}")
+    topk = indices.shape[1]
+    _check_tensor("indices", indices, dtypes=(torch.int32,), shape=(T, topk), device=dev)
+    _check_tensor("topk_length", topk_length, dtypes=(torch.int32,), shape=(T,), device=dev,
+                  allow_none=True)
+    _check_tensor("attn_sink", attn_sink, dtypes=(torch.float32,), shape=(H,), device=dev,
+                  allow_none=True)
+    xview = None
+    if (extra_kv_cache is None) != (extra_indices is None):
+        raise ValueError("extra_kv_cache and extra_indices: give both or neither")
+    if extra_kv_cache is None and extra_topk_length is not None:
+        raise ValueError("extra_topk_length: given without extra_kv_cache")
+    if extra_kv_cache is not None:
+        xview = describe_cache(extra_kv_cache, kv_format, d_qk, d_v, name="extra_kv_cache",
+                               page_size=extra_page_size, kv_scale=kv_scale, q_dtype=q.dtype)
+        if extra_kv_cache.device != dev:
+            raise ValueError(f"extra_kv_cache: on {extra_kv_cache.device}, expected q's device {dev}")
+        if not isinstance(extra_indices, torch.Tensor) or extra_indices.ndim != 2:
+            raise ValueError(f"extra_indices: expected an int32 tensor [T={T}, extra_topk]")
+        _check_tensor("extra_indices", extra_indices, dtypes=(torch.int32,),
+                      shape=(T, extra_indices.shape[1]), device=dev)
+        _check_tensor("extra_topk_length", extra_topk_length, dtypes=(torch.int32,), shape=(T,),
+                      device=dev, allow_none=True)
+    if out is not None:
+        _check_tensor("out", out, dtypes=(q.dtype,), shape=(T, H, d_v), device=dev)
+    if check_indices is None:
+        check_indices = dev.type == "cpu"
+    if check_indices:
+        _check_index_range("indices", indices, view.num_slots)
+        if xview is not None:
+            _check_index_range("extra_indices", extra_indices, xview.num_slots)
+
+    if backend == "auto":
+        backend = "triton" if dev.type == "cuda" else "torch"
+    if out is None:
+        out = torch.empty(T, H, d_v, dtype=q.dtype, device=dev)
+    lse = torch.empty(T, H, dtype=torch.float32, device=dev) if return_lse else None
+
+    if backend == "torch":
+        o, l = sparse_mla_reference(q, view, indices, float(sm_scale), topk_length=topk_length,
+                                    attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
+                                    extra_topk_length=extra_topk_length)
+        out.copy_(o)
+        if lse is not None:
+            lse.copy_(l)
+        return (out, lse) if return_lse else out
+
+    if dev.type != "cuda" and not _interpreting():
+        raise ValueError(f"backend='triton' on a {dev.type} tensor needs TRITON_INTERPRET=1 "
+                         f"(Triton's interpreter); use backend='torch' or a CUDA tensor")
+    if compute_dtype is None:
+        # bf16 tl.dot is wrong in Triton's interpreter (triton#11584): compute in fp32 there.
+        compute_dtype = "fp32" if (q.dtype == torch.float32 or (dev.type != "cuda" and q.dtype == torch.bfloat16)) \
+            else _DTYPE_NAMES[q.dtype]
+    spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, d_v=d_v, num_heads=H, topk=topk,
+                      page_size=view.page_size, arch=device_arch(dev), q_dtype=_DTYPE_NAMES[q.dtype],
+                      compute_dtype=compute_dtype, has_sink=attn_sink is not None,
+                      extra_topk=0 if xview is None else extra_indices.shape[1],
+                      extra_page_size=1 if xview is None else xview.page_size, return_lse=return_lse)
+    from sparsemla.runtime.dispatch import select_config
+    cfg = (config.check(spec) if config is not None else select_config(spec, T, dev))
+    from .triton_backend import run_triton
+    run_triton(spec, cfg, q, view, indices, float(sm_scale), out, lse, topk_length=topk_length,
+               attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
+               extra_topk_length=extra_topk_length)
+    return (out, lse) if return_lse else out
