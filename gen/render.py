@@ -8,6 +8,7 @@ module.
 from __future__ import annotations
 
 import hashlib
+import logging
 import importlib.util
 import os
 import sys
@@ -22,6 +23,7 @@ import jinja2
 from .layout import M1_SCALE_ROW_BYTES, FormatLayout
 from .spec import KernelSpec
 
+log = logging.getLogger("sparsemla")
 _TL_DTYPES = {"bf16": "tl.bfloat16", "fp16": "tl.float16", "fp32": "tl.float32"}
 
 
@@ -85,27 +87,32 @@ def _env() -> jinja2.Environment:
                               trim_blocks=False, lstrip_blocks=False)
 
 
-def render_source(spec: KernelSpec, template: str = "sparse_mla.py.jinja") -> str:
+def attention_context(spec: KernelSpec) -> dict:
+    """Template variables of sparse_mla.py.jinja for ``spec``."""
     layout = spec.layout
     q_segs = []
     for seg in layout.segments:
         if (seg.col, seg.width) not in q_segs:
             q_segs.append((seg.col, seg.width))
-    ctx = dict(
-        spec=spec, spec_key=spec.key, version=_version(), caches=cache_descs(spec),
-        q_segs=q_segs, v_segs=[s for s in layout.segments if s.in_v],
-        cdt=_TL_DTYPES[spec.compute_dtype], qdt=_TL_DTYPES[spec.q_dtype],
-    )
+    return dict(caches=cache_descs(spec), q_segs=q_segs,
+                v_segs=[s for s in layout.segments if s.in_v],
+                cdt=_TL_DTYPES[spec.compute_dtype], qdt=_TL_DTYPES[spec.q_dtype])
+
+
+def render_source(spec) -> str:
+    """The module source for ``spec``: any frozen spec with ``key``, ``module_name``,
+    ``template`` (a file in templates/) and ``template_context()``."""
+    ctx = dict(spec.template_context(), spec=spec, spec_key=spec.key, version=_version())
     try:
-        return _env().from_string(template_source(template)).render(**ctx)
+        return _env().from_string(template_source(spec.template)).render(**ctx)
     except jinja2.TemplateError as e:
-        raise RuntimeError(f"rendering {template} for {spec.key} failed: {e}") from e
+        raise RuntimeError(f"rendering {spec.template} for {spec.key} failed: {e}") from e
 
 
-def _source_hash(spec: KernelSpec, template: str) -> str:
+def _source_hash(spec) -> str:
     import triton
     h = hashlib.sha256()
-    for part in (template_source(template), spec.key, _version(), triton.__version__):
+    for part in (template_source(spec.template), spec.key, _version(), triton.__version__):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:20]
@@ -124,26 +131,58 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def module_path(spec: KernelSpec, template: str = "sparse_mla.py.jinja") -> Path:
-    return cache_dir() / _source_hash(spec, template) / f"{spec.module_name}.py"
+def module_path(spec) -> Path:
+    return cache_dir() / _source_hash(spec) / f"{spec.module_name}.py"
 
 
-@lru_cache(maxsize=None)
-def load_module(spec: KernelSpec, template: str = "sparse_mla.py.jinja"):
-    """Render (if not cached) and import the module for ``spec``; one import per process."""
-    path = module_path(spec, template)
-    if not path.exists():
-        atomic_write(path, render_source(spec, template))
-    name = f"{spec.module_name}_{path.parent.name}"
+def _import(spec, path: Path, suffix: str = ""):
+    name = f"{spec.module_name}_{path.parent.name}{suffix}"
     mod_spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(mod_spec)
     sys.modules[name] = module  # Triton's JIT reads the kernels' source through the module
     try:
         mod_spec.loader.exec_module(module)
-    except Exception as e:
+    except Exception:
         del sys.modules[name]
-        raise RuntimeError(f"generated module for {spec.key} at {path} failed to import: {e}") from e
+        raise
     if getattr(module, "SPEC_KEY", None) != spec.key:
-        raise RuntimeError(f"generated module {path} holds spec {getattr(module, 'SPEC_KEY', None)!r}, "
-                           f"expected {spec.key}")
+        del sys.modules[name]
+        raise ImportError(f"it holds spec {getattr(module, 'SPEC_KEY', None)!r}")
     return module
+
+
+@lru_cache(maxsize=None)
+def load_module(spec):
+    """Render (if not cached) and import the module for ``spec``; one import per process.
+
+    A cached file that fails to import or holds another spec is reported, rendered again
+    and replaced, never trusted.
+    """
+    path = module_path(spec)
+    if path.exists():
+        try:
+            return _import(spec, path)
+        except Exception as e:
+            log.warning("sparsemla: cached module %s for %s is unusable (%s); rendering it again",
+                        path, spec.key, e)
+    atomic_write(path, render_source(spec))
+    try:
+        return _import(spec, path)
+    except Exception as e:
+        raise RuntimeError(f"generated module for {spec.key} at {path} failed to import: {e}") from e
+
+
+@lru_cache(maxsize=None)
+def load_compilable_module(spec):
+    """The module for ``spec`` imported with Triton's interpreter off, so its kernels can be
+    compiled for a GPU target even in a process that runs the interpreter."""
+    load_module(spec)  # renders (or repairs) the cached file
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "0"
+    try:
+        return _import(spec, module_path(spec), suffix="_compiled")
+    finally:
+        if saved is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = saved

@@ -88,6 +88,12 @@ class KernelSpec:
         except ValueError as e:
             raise ValueError(f"KernelSpec {self.key}: {e}") from None
 
+    template = "sparse_mla.py.jinja"
+
+    def template_context(self) -> dict:
+        from .render import attention_context
+        return attention_context(self)
+
     @property
     def layout(self):
         return format_layout(self.kv_format, self.d_qk, self.d_v)

@@ -1,0 +1,111 @@
+"""Compile a generated kernel for a GPU target without a GPU, and report its resources.
+
+``triton.compile`` with a ``GPUTarget`` runs the whole pipeline down to a cubin on any
+machine; ``ptxas -v`` on the PTX then gives registers and spills. The tuner uses this to
+reject configs before any GPU time, and the CPU tests use it to prove that every shipped
+variant builds for sm_90a, sm_120 and sm_121 within its shared-memory limit.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from .render import load_compilable_module
+from .spec import ARCHS, Config, KernelSpec
+
+_PTR = {"q": "q", "out": "q", "kv_elem": "q", "x_kv_elem": "q", "kv_fp8": "u8", "x_kv_fp8": "u8",
+        "kv_bf16": "bf16", "x_kv_bf16": "bf16", "kv_f32": "fp32", "x_kv_f32": "fp32",
+        "idx": "i32", "x_idx": "i32", "topk_len": "i32", "x_topk_len": "i32", "sink": "fp32",
+        "lse": "fp32", "o_part": "fp32", "lse_part": "fp32"}
+_FLOATS = {"kv_scale", "x_kv_scale", "sm_scale"}
+_UNIT_STRIDES = {"stride_qd", "stride_od", "stride_ik", "x_stride_ik"}
+_DT = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    spec_key: str
+    config: Config
+    arch: str
+    ok: bool
+    shared_bytes: int = 0
+    registers: int = 0
+    spill_bytes: int = 0
+    error: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return self.ok and self.shared_bytes <= ARCHS[self.arch].smem_bytes
+
+    def line(self) -> str:
+        if not self.ok:
+            return f"{self.arch} {self.spec_key} {self.config}: FAILED {self.error.splitlines()[0] if self.error else ''}"
+        return (f"{self.arch} {self.spec_key} {self.config}: smem {self.shared_bytes} B "
+                f"(limit {ARCHS[self.arch].smem_bytes}), {self.registers} regs, {self.spill_bytes} B spilled")
+
+
+def _signature(fn, spec: KernelSpec, constexprs: dict):
+    sig, attrs = {}, {}
+    for i, name in enumerate(fn.arg_names):
+        if name in constexprs:
+            sig[name] = "constexpr"
+        elif name in _UNIT_STRIDES:
+            sig[name] = "constexpr"
+            constexprs[name] = 1
+        elif name in _PTR:
+            dt = _PTR[name]
+            sig[name] = "*" + (_DT[spec.q_dtype] if dt == "q" else dt)
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        elif name in _FLOATS:
+            sig[name] = "fp32"
+        else:  # strides, counts
+            sig[name] = "i32"
+    return sig, attrs
+
+
+def _ptxas_resources(ptx: str, arch_name: str) -> tuple[int, int]:
+    from triton.backends.nvidia.compiler import get_ptxas
+    try:
+        ptxas = get_ptxas().path
+    except TypeError:  # older signature
+        ptxas = get_ptxas(ARCHS[arch_name].cc).path
+    cc = ARCHS[arch_name].cc
+    gpu = f"sm_{cc}a" if cc == 90 else f"sm_{cc}"
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        res = subprocess.run([ptxas, "-v", f"--gpu-name={gpu}", src, "-o", os.path.join(d, "k.o")],
+                             capture_output=True, text=True)
+    text = res.stdout + res.stderr
+    regs = re.search(r"Used (\d+) registers", text)
+    spills = re.findall(r"(\d+) bytes spill stores", text)
+    return (int(regs.group(1)) if regs else -1, sum(int(s) for s in spills))
+
+
+def compile_for_arch(spec: KernelSpec, config: Config, arch: str | None = None,
+                     kernel: str = "sparse_mla_fwd") -> CompileReport:
+    """Compile ``kernel`` of ``spec``'s module with ``config`` for ``arch`` (default spec.arch)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    arch = arch or spec.arch
+    try:
+        config.check(spec)
+        fn = getattr(load_compilable_module(spec), kernel)
+        constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n,
+                      "NUM_SPLITS": config.num_splits, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
+        constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
+        sig, attrs = _signature(fn, spec, constexprs)
+        src = ASTSource(fn, sig, constexprs, attrs)
+        compiled = triton.compile(src, target=GPUTarget("cuda", ARCHS[arch].cc, 32),
+                                  options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+        shared = compiled.metadata.shared
+        regs, spills = _ptxas_resources(compiled.asm["ptx"], arch)
+        return CompileReport(spec.key, config, arch, True, shared, regs, spills)
+    except Exception as e:  # a config that does not build is a result, not a crash
+        return CompileReport(spec.key, config, arch, False, error=f"{type(e).__name__}: {e}")
