@@ -9,6 +9,9 @@ from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 from .kvcache import KVCacheView
 
 _workspaces: dict = {}
+# The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
+# for benchmarks that report resources next to timings.
+last_compiled = None
 
 
 def workspace(device: torch.device, numel: int) -> torch.Tensor:
@@ -56,9 +59,10 @@ def run_triton(spec: KernelSpec, config: Config, q: torch.Tensor, view: KVCacheV
         o_part = lse_part = dummy
     sink = attn_sink if attn_sink is not None else dummy
     args += [sink, out, out.stride(0), out.stride(1), out.stride(2), lse_t, *lse_strides,
-             o_part, lse_part, float(sm_scale), H, *flags]
-    mod.sparse_mla_fwd[(T * head_blocks * S,)](
-        *args, BLOCK_H=config.block_h, BLOCK_N=config.block_n, NUM_SPLITS=S,
+             o_part, lse_part, float(sm_scale), H, S, *flags]
+    global last_compiled
+    last_compiled = mod.sparse_mla_fwd[(T * head_blocks * S,)](
+        *args, BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
         num_warps=config.num_warps, num_stages=config.num_stages)
     if S > 1:
         s_p2 = next_pow2(S)

@@ -1,0 +1,303 @@
+"""``sparsemla bench``: the benchmark suite of ../shared/anchors.md on the present GPU.
+
+Per row (KV format, T query tokens, H heads, top-k 2048 random slots out of 262,144): our
+kernel time (triton.testing.do_bench median; do_bench clears L2 before every call),
+FlashInfer's FA3 wrapper in the same process where it supports the row (bf16 and fp8 per-tensor,
+page_size=1: the top-k list is the page table), the ratio, the roofline fraction against the
+measured copy bandwidth and the bf16 matmul rate, the config, and a bf16 correctness check
+against the fp32 reference. Results: JSON + Markdown under benchmarks/results/.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import torch
+
+SLOTS = 262_144
+TOPK = 2048
+DECODE_T = (1, 4, 16, 64, 128, 256)
+HEADS = (16, 32, 64, 128)
+PREFILL_T = 4096
+PREFILL_H = (64, 128)
+
+
+@dataclass(frozen=True)
+class Fmt:
+    name: str  # row label
+    kv_format: str
+    d_qk: int
+    page_size: int | None = None
+
+    @property
+    def d_v(self):
+        return 512
+
+
+FORMATS = {
+    "bf16": Fmt("bf16", "auto", 576),
+    "bf16_nope": Fmt("bf16_nope", "auto", 512),
+    "fp8": Fmt("fp8", "fp8_e4m3", 576),
+    "fp8_nope": Fmt("fp8_nope", "fp8_e4m3", 512),
+    "fp8_ds_mla": Fmt("fp8_ds_mla", "fp8_ds_mla", 576, 64),
+    "model1": Fmt("model1", "model1", 512, 64),
+}
+
+
+def suite_rows(formats, tokens=None, heads=None, prefill=True):
+    rows = []
+    for f in formats:
+        for T in tokens or DECODE_T:
+            for H in heads or HEADS:
+                rows.append((f, T, H))
+        if prefill:
+            for H in PREFILL_H:
+                if heads is None or H in heads:
+                    rows.append((f, PREFILL_T, H))
+    return rows
+
+
+def make_cache(fmt: Fmt, device, seed=0):
+    """A random cache of SLOTS slots in ``fmt`` plus its kwargs for sparse_mla."""
+    from sparsemla import quantize_kv
+    g = torch.Generator(device=device).manual_seed(seed)
+    kw = {}
+    chunks = []
+    for i in range(0, SLOTS, 1 << 16):  # quantize in chunks to bound the float32 temporary
+        kv = torch.randn(min(1 << 16, SLOTS - i), fmt.d_qk, device=device, generator=g)
+        chunks.append(kv)
+    kv = torch.cat(chunks)
+    if fmt.kv_format == "auto":
+        cache = kv.to(torch.bfloat16)
+    elif fmt.kv_format == "fp8_e4m3":
+        cache, scale = quantize_kv(kv, "fp8_e4m3")
+        kw["kv_scale"] = scale
+    else:
+        cache = quantize_kv(kv, fmt.kv_format, page_size=fmt.page_size)
+        if fmt.kv_format == "model1":
+            kw["page_size"] = fmt.page_size
+    del kv
+    return cache, kw
+
+
+def roofline_us(fmt: Fmt, T, H, copy_gbs, mm_tflops):
+    from sparsemla.gen.layout import kv_bytes_per_token
+    flops = 2.0 * T * H * TOPK * (fmt.d_qk + fmt.d_v)
+    nbytes = T * TOPK * kv_bytes_per_token(fmt.kv_format, fmt.d_qk) + T * H * (fmt.d_qk + fmt.d_v) * 2
+    return max(flops / (mm_tflops * 1e12), nbytes / (copy_gbs * 1e9)) * 1e6, flops, nbytes
+
+
+def measure_ceilings(device):
+    from triton.testing import do_bench
+    n = 1 << 30
+    a = torch.empty(n, dtype=torch.uint8, device=device)
+    b = torch.empty_like(a)
+    ms = do_bench(lambda: b.copy_(a), warmup=25, rep=200, return_mode="median")
+    copy_gbs = 2 * n / (ms * 1e-3) / 1e9
+    del a, b
+    x = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
+    ms = do_bench(lambda: x @ x, warmup=25, rep=200, return_mode="median")
+    mm = 2 * 8192 ** 3 / (ms * 1e-3) / 1e12
+    return copy_gbs, mm
+
+
+class FlashInferAnchor:
+    """FlashInfer's SM90 FA3 sparse-MLA trick: page_size=1, the top-k row is the page table."""
+
+    def __init__(self, device):
+        from flashinfer.mla import BatchMLAPagedAttentionWrapper
+        self.ws = torch.empty(128 << 20, dtype=torch.uint8, device=device)
+        self.cls = BatchMLAPagedAttentionWrapper
+        self.version = __import__("flashinfer").__version__
+
+    @staticmethod
+    def supports(fmt: Fmt) -> bool:
+        return fmt.kv_format in ("auto", "fp8_e4m3")
+
+    def prepare(self, fmt: Fmt, cache, kw, q, indices, sm_scale):
+        T, H, _ = q.shape
+        dev = q.device
+        w = self.cls(self.ws, backend="fa3")
+        kpe = fmt.d_qk - 512
+        qo = torch.arange(T + 1, dtype=torch.int32, device=dev)
+        kv_indptr = qo * TOPK
+        kv_len = torch.full((T,), TOPK, dtype=torch.int32, device=dev)
+        kv_dtype = torch.bfloat16 if fmt.kv_format == "auto" else torch.float8_e4m3fn
+        t0 = time.perf_counter()
+        w.plan(qo, kv_indptr, indices.reshape(-1).contiguous(), kv_len, H, 512, kpe, 1, False, sm_scale,
+               q_data_type=torch.bfloat16, kv_data_type=kv_dtype)
+        plan_ms = (time.perf_counter() - t0) * 1e3
+        flat = cache.view(kv_dtype).reshape(-1, 1, fmt.d_qk)
+        ckv, kpe_c = flat[..., :512], flat[..., 512:]
+        q_nope, q_pe = q[..., :512], q[..., 512:]
+        extra = {"ckv_scale": kw["kv_scale"], "kpe_scale": 1.0} if fmt.kv_format == "fp8_e4m3" else {}
+        return (lambda: w.run(q_nope, q_pe, ckv, kpe_c, **extra)), plan_ms
+
+
+def rel_err(a, b):
+    a, b = a.float(), b.float()
+    if not torch.isfinite(a).all():
+        return math.inf
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def run_suite(rows, device, *, configs=None, with_flashinfer=True, check=True, log=print):
+    """Measure ``rows``; ``configs`` maps (format name, T, H) -> Config to override the dispatch."""
+    from triton.testing import do_bench
+    import sparsemla
+    from sparsemla.gen.spec import KernelSpec
+    from sparsemla.runtime.api import device_arch
+    from sparsemla.runtime.dispatch import select_config
+
+    anchor = None
+    if with_flashinfer:
+        try:
+            anchor = FlashInferAnchor(device)
+        except Exception as e:  # not installed, or no SM90 build: rows report it
+            log(f"FlashInfer unavailable: {type(e).__name__}: {e}")
+    copy_gbs, mm = measure_ceilings(device)
+    log(f"ceilings: copy {copy_gbs:.0f} GB/s, bf16 matmul {mm:.0f} TFLOP/s")
+    results = []
+    by_fmt = {}
+    for fmt, T, H in rows:
+        by_fmt.setdefault(fmt, []).append((T, H))
+    for fname, shapes in by_fmt.items():
+        fmt = FORMATS[fname]
+        cache, kw = make_cache(fmt, device)
+        for T, H in shapes:
+            g = torch.Generator(device=device).manual_seed(T * 1000 + H)
+            q = torch.randn(T, H, fmt.d_qk, device=device, dtype=torch.bfloat16, generator=g)
+            indices = torch.randint(0, SLOTS, (T, TOPK), device=device, dtype=torch.int32, generator=g)
+            sm_scale = fmt.d_qk ** -0.5
+            out = torch.empty(T, H, fmt.d_v, device=device, dtype=torch.bfloat16)
+            spec = KernelSpec(kv_format=fmt.kv_format, d_qk=fmt.d_qk, num_heads=H, topk=TOPK,
+                              page_size=fmt.page_size or 1, arch=device_arch(device))
+            cfg = (configs or {}).get((fname, T, H)) or select_config(spec, T, device)
+            call = lambda: sparsemla.sparse_mla(q, cache, indices, sm_scale=sm_scale, kv_format=fmt.kv_format,
+                                                out=out, backend="triton", config=cfg, **kw)
+            row = dict(format=fname, kv_format=fmt.kv_format, d_qk=fmt.d_qk, T=T, H=H, topk=TOPK,
+                       config=cfg.to_dict())
+            try:
+                call()
+                torch.cuda.synchronize()
+                if check:
+                    n = min(T, 8)
+                    ref = sparsemla.sparse_mla(q[:n], cache, indices[:n], sm_scale=sm_scale,
+                                               kv_format=fmt.kv_format, backend="torch", **kw)
+                    row["rel_err"] = rel_err(out[:n], ref)
+                ms = do_bench(call, warmup=10, rep=50, return_mode="median")
+                row["us"] = ms * 1e3
+            except Exception as e:
+                row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                log(f"{fname} T={T} H={H}: {row['error']}")
+            floor, flops, nbytes = roofline_us(fmt, T, H, copy_gbs, mm)
+            row.update(floor_us=floor, tflops=None, gbs=None)
+            if "us" in row:
+                row.update(tflops=flops / row["us"] / 1e6, gbs=nbytes / row["us"] / 1e3,
+                           roofline=floor / row["us"])
+            if anchor is not None and anchor.supports(fmt):
+                try:
+                    fi_call, plan_ms = anchor.prepare(fmt, cache, kw, q, indices, sm_scale)
+                    fo = fi_call()
+                    torch.cuda.synchronize()
+                    if check:
+                        n = min(T, 8)
+                        ref = sparsemla.sparse_mla(q[:n], cache, indices[:n], sm_scale=sm_scale,
+                                                   kv_format=fmt.kv_format, backend="torch", **kw)
+                        row["fi_rel_err"] = rel_err(fo[:n], ref)
+                    row["fi_us"] = do_bench(fi_call, warmup=10, rep=50, return_mode="median") * 1e3
+                    row["fi_plan_ms"] = plan_ms
+                    if "us" in row:
+                        row["speedup"] = row["fi_us"] / row["us"]
+                except Exception as e:
+                    row["fi_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            results.append(row)
+            log(format_row(row))
+        del cache
+        torch.cuda.empty_cache()
+    return dict(ceilings=dict(copy_gbs=copy_gbs, bf16_tflops=mm), rows=results)
+
+
+def _f(x, spec):
+    return "-" if x is None else format(x, spec)
+
+
+def format_row(r) -> str:
+    c = r["config"]
+    cfg = f"h{c['block_h']} n{c['block_n']} s{c['num_splits']} w{c['num_warps']} st{c['num_stages']}"
+    return (f"| {r['format']} | {r['T']} | {r['H']} | {_f(r.get('us'), '.1f')} | {_f(r.get('fi_us'), '.1f')} | "
+            f"{_f(r.get('speedup'), '.2f')} | {_f(r.get('tflops'), '.0f')} | {_f(r.get('gbs'), '.0f')} | "
+            f"{_f(r.get('roofline'), '.2f')} | {_f(r.get('rel_err'), '.1e')} | {cfg} |")
+
+
+HEADER = ("| format | T | H | ours us | FlashInfer us | FI/ours | TFLOP/s | GB/s | roofline | rel err | config |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def provenance(device):
+    import triton
+    import sparsemla
+    p = dict(gpu=torch.cuda.get_device_name(device), cc=".".join(map(str, torch.cuda.get_device_capability(device))),
+             torch=torch.__version__, cuda=torch.version.cuda, triton=triton.__version__,
+             sparsemla=sparsemla.__version__, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    try:
+        import flashinfer
+        p["flashinfer"] = flashinfer.__version__
+    except Exception:
+        p["flashinfer"] = None
+    from sparsemla.gen.render import template_hash
+    p["template_hash"] = template_hash("sparse_mla.py.jinja")
+    return p
+
+
+def gpu_dirname(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in name).strip("_")
+
+
+def write_results(res, out_dir, device, title="sparse MLA benchmark suite"):
+    os.makedirs(out_dir, exist_ok=True)
+    res["provenance"] = provenance(device)
+    base = os.path.join(out_dir, gpu_dirname(res["provenance"]["gpu"]))
+    with open(base + ".json.tmp", "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(base + ".json.tmp", base + ".json")
+    p = res["provenance"]
+    md = [f"# {title} on {p['gpu']}", "",
+          f"{p['date']}; torch {p['torch']}, CUDA {p['cuda']}, Triton {p['triton']}, FlashInfer {p['flashinfer']}, "
+          f"sparsemla {p['sparsemla']} (template {p['template_hash']}). top-k {TOPK} random slots of {SLOTS:,}; "
+          f"do_bench median (L2 cleared per call). Ceilings measured in the same run: copy "
+          f"{res['ceilings']['copy_gbs']:.0f} GB/s, bf16 matmul {res['ceilings']['bf16_tflops']:.0f} TFLOP/s. "
+          f"roofline = max(FLOPs/matmul rate, bytes/copy rate) / our time. rel err: bf16 output vs the fp32 "
+          f"reference on the first 8 tokens.", "", HEADER]
+    md += [format_row(r) for r in res["rows"]]
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    return base
+
+
+def bench_main(argv=None):
+    ap = argparse.ArgumentParser(prog="sparsemla bench", description=__doc__)
+    ap.add_argument("--formats", default=",".join(FORMATS), help="comma list of " + ",".join(FORMATS))
+    ap.add_argument("--tokens", default=None, help="comma list of decode T (default the suite's)")
+    ap.add_argument("--heads", default=None, help="comma list of H (default 16,32,64,128)")
+    ap.add_argument("--no-prefill", action="store_true")
+    ap.add_argument("--no-flashinfer", action="store_true")
+    ap.add_argument("--out", default="benchmarks/results")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("sparsemla bench needs a CUDA GPU", file=sys.stderr)
+        return 2
+    ints = lambda s: [int(x) for x in s.split(",")] if s else None
+    rows = suite_rows(args.formats.split(","), ints(args.tokens), ints(args.heads), not args.no_prefill)
+    dev = torch.device("cuda")
+    print(HEADER)
+    res = run_suite(rows, dev, with_flashinfer=not args.no_flashinfer)
+    base = write_results(res, args.out, dev)
+    print(open(base + ".md").read())
+    return 0
