@@ -13,7 +13,7 @@ from .reference import sparse_mla_reference
 
 log = logging.getLogger("sparsemla")
 
-BACKENDS = ("auto", "triton", "torch")
+BACKENDS = ("auto", "triton", "torch", "flashinfer")
 _DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 _FIXED_DIMS = {"fp8_ds_mla": (576, 512), "model1": (512, 512)}
 
@@ -33,6 +33,39 @@ def device_arch(device: torch.device) -> str:
 
 def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _forced_backend() -> str | None:
+    """The backend SPARSEMLA_BACKEND forces for backend="auto" calls, or None."""
+    name = os.environ.get("SPARSEMLA_BACKEND", "")
+    if name in ("", "auto"):
+        return None
+    if name not in BACKENDS:
+        raise ValueError(f"SPARSEMLA_BACKEND={name!r}: expected one of {BACKENDS}")
+    return name
+
+
+def _auto_backend(spec: KernelSpec, num_tokens: int, device: torch.device, view, xview=None) -> str:
+    """backend="auto" on CUDA: FlashInfer where the tuned table says so and it can run the
+    spec, else Triton."""
+    from sparsemla.runtime import dispatch
+    lookup = getattr(dispatch, "lookup", None)  # the tuned-table lookup, where present
+    entry = lookup(spec, num_tokens, device) if lookup is not None else None
+    if entry and entry.get("backend") == "flashinfer":
+        from . import flashinfer_backend as fb
+        if fb.available() and fb.unsupported_reason(spec, view, xview) is None:
+            return "flashinfer"
+    return "triton"
+
+
+_logged_choices: set = set()
+_warned_fallbacks: set = set()
+
+
+def _log_choice(spec: KernelSpec, backend: str) -> None:
+    if (spec, backend) not in _logged_choices:
+        _logged_choices.add((spec, backend))
+        log.info("sparsemla: %s runs on backend %r", spec.key, backend)
 
 
 def _check_tensor(name, t, *, dtypes, shape, device, allow_none=False):
@@ -72,6 +105,10 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     without the sink, +inf for a row with nothing valid, whose output is 0).
     ``check_indices`` (default: on for CPU tensors) raises on slot ids past the cache; the
     kernel itself always skips them, so a GPU call needs no host sync.
+    ``backend``: "triton", "flashinfer" (optional package; SM90 bf16/fp8_e4m3 without sink or
+    extra cache, SM120 model1), "torch" (the fp32 reference), or "auto": the environment
+    variable SPARSEMLA_BACKEND if set, else on CUDA the tuned table's choice (Triton unless
+    it names FlashInfer and FlashInfer can run the call), on the CPU the reference.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r}: expected one of {BACKENDS}")
@@ -127,12 +164,14 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
             _check_index_range("extra_indices", extra_indices, xview.num_slots)
 
     if backend == "auto":
-        backend = "triton" if dev.type == "cuda" else "torch"
+        backend = _forced_backend() or ("auto" if dev.type == "cuda" else "torch")
+    if backend == "auto" and config is not None:
+        backend = "triton"  # a launch config is a Triton one
     if out is None:
         out = torch.empty(T, H, d_v, dtype=q.dtype, device=dev)
     lse = torch.empty(T, H, dtype=torch.float32, device=dev) if return_lse else None
 
-    if backend == "torch":
+    def reference():
         o, l = sparse_mla_reference(q, view, indices, float(sm_scale), topk_length=topk_length,
                                     attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
                                     extra_topk_length=extra_topk_length)
@@ -141,18 +180,39 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
             lse.copy_(l)
         return (out, lse) if return_lse else out
 
-    if dev.type != "cuda" and not _interpreting():
+    if backend == "torch":
+        return reference()
+    if backend == "flashinfer" and dev.type != "cuda":
+        raise ValueError(f"backend='flashinfer' needs CUDA tensors; q is on {dev}")
+    if backend == "triton" and dev.type != "cuda" and not _interpreting():
         raise ValueError(f"backend='triton' on a {dev.type} tensor needs TRITON_INTERPRET=1 "
                          f"(Triton's interpreter); use backend='torch' or a CUDA tensor")
     if compute_dtype is None:
         # bf16 tl.dot is wrong in Triton's interpreter (triton#11584): compute in fp32 there.
         compute_dtype = "fp32" if (q.dtype == torch.float32 or (dev.type != "cuda" and q.dtype == torch.bfloat16)) \
             else _DTYPE_NAMES[q.dtype]
-    spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, d_v=d_v, num_heads=H, topk=topk,
-                      page_size=view.page_size, arch=device_arch(dev), q_dtype=_DTYPE_NAMES[q.dtype],
-                      compute_dtype=compute_dtype, has_sink=attn_sink is not None,
-                      extra_topk=0 if xview is None else extra_indices.shape[1],
-                      extra_page_size=1 if xview is None else xview.page_size, return_lse=return_lse)
+    try:
+        spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, d_v=d_v, num_heads=H, topk=topk,
+                          page_size=view.page_size, arch=device_arch(dev), q_dtype=_DTYPE_NAMES[q.dtype],
+                          compute_dtype=compute_dtype, has_sink=attn_sink is not None,
+                          extra_topk=0 if xview is None else extra_indices.shape[1],
+                          extra_page_size=1 if xview is None else xview.page_size, return_lse=return_lse)
+    except ValueError as e:
+        if backend != "auto":
+            raise
+        if str(e) not in _warned_fallbacks:  # a CUDA shape no generated kernel covers
+            _warned_fallbacks.add(str(e))
+            log.warning("sparsemla: no kernel covers this call (%s); using the slow PyTorch reference", e)
+        return reference()
+    if backend == "auto":
+        backend = _auto_backend(spec, T, dev, view, xview)
+    _log_choice(spec, backend)
+    if backend == "flashinfer":
+        from .flashinfer_backend import run_flashinfer
+        run_flashinfer(spec, q, view, indices, float(sm_scale), out, lse, topk_length=topk_length,
+                       attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
+                       extra_topk_length=extra_topk_length)
+        return (out, lse) if return_lse else out
     from sparsemla.runtime.dispatch import select_config
     cfg = (config.check(spec) if config is not None else select_config(spec, T, dev))
     from .triton_backend import run_triton

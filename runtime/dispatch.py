@@ -1,11 +1,18 @@
-"""Choose the launch config for a spec and a number of query tokens."""
+"""Choose the launch config for a spec and a number of query tokens.
+
+The tuned table of the device's GPU (``sparsemla.gen.tuned_table``) is read once per
+process; a spec or GPU without an entry falls back to the arch's ``default_config``.
+On the CPU (Triton's interpreter) the GPU name comes from ``$SPARSEMLA_GPU``, if set.
+"""
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 import torch
 
 from sparsemla.gen.spec import Config, KernelSpec, default_config
+from sparsemla.gen.tuned_table import TunedEntry, bucket_for, gpu_dirname, load_tables
 
 
 @lru_cache(maxsize=None)
@@ -15,5 +22,38 @@ def _num_sms(device: torch.device) -> int | None:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+@lru_cache(maxsize=None)
+def _gpu(device: torch.device) -> str | None:
+    if device.type == "cuda":
+        return gpu_dirname(torch.cuda.get_device_name(device))
+    name = os.environ.get("SPARSEMLA_GPU")
+    return gpu_dirname(name) if name else None
+
+
+@lru_cache(maxsize=None)
+def _table(gpu: str, family: str) -> dict[str, tuple[tuple[int, ...], dict[int, TunedEntry]]]:
+    return {key: (tuple(sorted(b)), b) for key, b in load_tables(gpu, family).items()}
+
+
+@lru_cache(maxsize=4096)
+def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntry | None:
+    """The tuned entry for ``spec`` at ``num_tokens`` on ``device``'s GPU, or None."""
+    gpu = _gpu(device)
+    if gpu is None:
+        return None
+    hit = _table(gpu, spec.family).get(spec.key)
+    if hit is None:
+        return None
+    buckets, entries = hit
+    return entries[bucket_for(num_tokens, buckets)]
+
+
 def select_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Config:
-    return default_config(spec, num_tokens, _num_sms(device))
+    entry = lookup(spec, num_tokens, device)
+    return entry.config if entry is not None else default_config(spec, num_tokens, _num_sms(device))
+
+
+def clear_cache() -> None:
+    """Forget GPU names and tables read so far (after writing a table, or in tests)."""
+    for f in (_gpu, _table, lookup):
+        f.cache_clear()

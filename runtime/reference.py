@@ -42,6 +42,7 @@ def sparse_mla_reference(q: torch.Tensor, view: KVCacheView, indices: torch.Tens
             kv = torch.cat([kv, gather_rows(extra_view, xidx)], dim=1)
             xlen = None if extra_topk_length is None else extra_topk_length[t0:t1]
             valid = torch.cat([valid, _valid_mask(extra_view, xidx, xlen)], dim=1)
+        kv = torch.where(valid[..., None], kv, 0.0)  # rows cut by topk_length may hold NaN
         qf = q[t0:t1].float()[..., :kv.shape[-1]]
         scores = torch.einsum("thd,tkd->thk", qf, kv) * sm_scale
         scores = scores.masked_fill(~valid[:, None, :], float("-inf"))

@@ -1,0 +1,255 @@
+"""Page and index kernels around attention: ``convert_indices``, ``pack_valid_prefix``, ``page_split``.
+
+CUDA tensors run the generated Triton kernels; CPU tensors run them under TRITON_INTERPRET=1
+and otherwise fall back to the PyTorch references below (which the tests compare against).
+The CUDA paths never read device values on the host (no sync), so they can be captured in a
+CUDA graph; only ``pack_valid_prefix`` without ``out=`` reads the output length.
+"""
+from __future__ import annotations
+
+import torch
+
+from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
+from sparsemla.gen.paging import ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
+from sparsemla.gen.render import load_module
+
+from .api import _interpreting, device_arch
+
+_PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
+_split_buffers: dict = {}  # (device, buffer_tag) -> persistent page_split output
+_mark_buffers: dict = {}  # device -> int8 page marks (grown, never shrunk)
+
+
+def _use_kernels(dev: torch.device) -> bool:
+    return dev.type == "cuda" or _interpreting()
+
+
+def _check(name, t, *, dtypes, ndim, device=None):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in dtypes:
+        raise ValueError(f"{name}: dtype {t.dtype}, expected {' or '.join(map(str, dtypes))}")
+    if ndim is not None and t.ndim != ndim:
+        raise ValueError(f"{name}: shape {tuple(t.shape)}, expected {ndim} dims")
+    if device is not None and t.device != device:
+        raise ValueError(f"{name}: on {t.device}, expected {device} (the device of the other inputs)")
+
+
+def _positive_int(name, v):
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{name}={v!r}: expected a positive int")
+
+
+# --------------------------------------------------------------------------- convert_indices
+
+def convert_indices_reference(req_id_per_token, block_table, local_indices, *, page_size,
+                              block_stride_rows=None, return_valid_counts=False):
+    """PyTorch version of ``convert_indices`` (same arguments, same results)."""
+    stride = page_size if block_stride_rows is None else block_stride_rows
+    T, K = local_indices.shape
+    R, MB = block_table.shape
+    pos = local_indices.long()
+    req = req_id_per_token.long()
+    ok = (pos >= 0) & ((req >= 0) & (req < R))[:, None]
+    bidx = torch.where(ok, pos, 0) // page_size
+    ok &= bidx < MB
+    if R and MB:
+        blk = block_table[req.clamp(0, R - 1)].long().gather(1, bidx.clamp(max=MB - 1))
+    else:
+        blk = torch.full_like(pos, -1)
+    ok &= blk >= 0
+    slots = torch.where(ok, blk * stride + pos % page_size, -1).to(torch.int32)
+    if not return_valid_counts:
+        return slots
+    order = torch.sort((~ok).to(torch.int8), dim=1, stable=True).indices
+    return slots.gather(1, order), ok.sum(1).to(torch.int32)
+
+
+def convert_indices(req_id_per_token, block_table, local_indices, *, page_size,
+                    block_stride_rows=None, return_valid_counts=False, config=None):
+    """Request-local top-k token positions -> global slot ids.
+
+    req_id_per_token: int32 [T]; block_table: int32 [R, max_blocks]; local_indices: int32
+    [T, topk], -1 = none. Slot = block_table[req, pos // page_size] * stride + pos % page_size
+    with stride = block_stride_rows (default page_size). -1 stays -1; a block index past the
+    table, a negative block id or a request id outside [0, R) gives -1. Returns int32 [T, topk];
+    with ``return_valid_counts`` each row is compacted (valid entries first, in order, then -1)
+    and int32 [T] counts of valid entries are returned too.
+    """
+    _check("local_indices", local_indices, dtypes=(torch.int32,), ndim=2)
+    dev = local_indices.device
+    T, K = local_indices.shape
+    _check("req_id_per_token", req_id_per_token, dtypes=(torch.int32,), ndim=1, device=dev)
+    if req_id_per_token.shape[0] != T:
+        raise ValueError(f"req_id_per_token: shape {tuple(req_id_per_token.shape)}, expected ({T},) "
+                         f"(one request id per row of local_indices)")
+    _check("block_table", block_table, dtypes=(torch.int32,), ndim=2, device=dev)
+    _positive_int("page_size", page_size)
+    if block_stride_rows is not None:
+        _positive_int("block_stride_rows", block_stride_rows)
+    stride = page_size if block_stride_rows is None else block_stride_rows
+    if T == 0 or K == 0 or not _use_kernels(dev):
+        return convert_indices_reference(req_id_per_token, block_table, local_indices,
+                                         page_size=page_size, block_stride_rows=stride,
+                                         return_valid_counts=return_valid_counts)
+    spec = ConvertIndicesSpec(page_size, K, device_arch(dev))
+    cfg = (config or spec.default_config()).check(spec)
+    out = torch.empty(T, K, dtype=torch.int32, device=dev)
+    counts = torch.empty(T if return_valid_counts else 1, dtype=torch.int32, device=dev)
+    grid = (T,) if return_valid_counts else (T, -(-K // cfg.block))
+    load_module(spec).convert_indices_kernel[grid](
+        req_id_per_token, block_table, block_table.stride(0), block_table.stride(1),
+        block_table.shape[0], block_table.shape[1], stride,
+        local_indices, local_indices.stride(0), local_indices.stride(1), out, out.stride(0), counts,
+        COMPACT=return_valid_counts, BLOCK_K=cfg.block, num_warps=cfg.num_warps)
+    return (out, counts) if return_valid_counts else out
+
+
+# --------------------------------------------------------------------------- pack_valid_prefix
+
+def pack_valid_prefix_reference(slots, indptr, *, out=None):
+    """PyTorch version of ``pack_valid_prefix``."""
+    T, W = slots.shape
+    if out is None:
+        out = torch.zeros(int(indptr[-1]) if T else 0, dtype=torch.int32, device=slots.device)
+    start = indptr[:-1].long()
+    lens = (indptr[1:].long() - start).clamp(0, W)
+    cols = torch.arange(W, device=slots.device)
+    dst = start[:, None] + cols
+    keep = (cols < lens[:, None]) & (dst >= 0) & (dst < out.numel())
+    out[dst[keep]] = slots[keep].clamp(min=0).to(torch.int32)
+    return out
+
+
+def pack_valid_prefix(slots, indptr, *, out=None, config=None):
+    """Pack each row's valid prefix into flat CSR indices (what FlashInfer's page table reads).
+
+    slots: int32 [T, W]; indptr: int32 [T+1]. out[indptr[t] + j] = max(slots[t, j], 0) for
+    j < min(indptr[t+1] - indptr[t], W). Returns int32 [indptr[-1]] (entries no row writes: 0);
+    with ``out`` (int32 1-D, preallocated) it writes there, drops anything past its end, leaves
+    the other entries as they are, and never syncs.
+    """
+    _check("slots", slots, dtypes=(torch.int32,), ndim=2)
+    dev = slots.device
+    T, W = slots.shape
+    _check("indptr", indptr, dtypes=(torch.int32,), ndim=1, device=dev)
+    if indptr.shape[0] != T + 1:
+        raise ValueError(f"indptr: shape {tuple(indptr.shape)}, expected ({T + 1},) (rows of slots + 1)")
+    if out is not None:
+        _check("out", out, dtypes=(torch.int32,), ndim=1, device=dev)
+        if out.stride(0) != 1 and out.numel() > 1:
+            raise ValueError(f"out: stride {out.stride(0)}, expected a contiguous 1-D tensor")
+    if T == 0 or W == 0 or not _use_kernels(dev):
+        return pack_valid_prefix_reference(slots, indptr, out=out)
+    if out is None:
+        out = torch.zeros(int(indptr[-1]), dtype=torch.int32, device=dev)  # reads the length: a sync
+    spec = PackValidPrefixSpec(W, device_arch(dev))
+    cfg = (config or spec.default_config()).check(spec)
+    load_module(spec).pack_valid_prefix_kernel[(T, -(-W // cfg.block))](
+        slots, slots.stride(0), slots.stride(1), indptr, out, out.numel(),
+        BLOCK=cfg.block, num_warps=cfg.num_warps)
+    return out
+
+
+# --------------------------------------------------------------------------- page_split
+
+def page_split_reference(src_pages, *, src_page_size, dst_page_size=64, touched_indices=None,
+                         out=None):
+    """PyTorch version of ``page_split`` (``out`` None: a new zero-filled buffer, all pages)."""
+    P, D = src_page_size, dst_page_size
+    if P == D:
+        return src_pages
+    N, ratio = src_pages.shape[0], P // D
+    if out is None:
+        out = torch.zeros(N * ratio, model1_page_bytes(D), dtype=src_pages.dtype, device=src_pages.device)
+    src = src_pages.view(torch.uint8)
+    data = src[:, :P * M1_DATA_ROW_BYTES].reshape(N, ratio, D * M1_DATA_ROW_BYTES)
+    scale = src[:, P * M1_DATA_ROW_BYTES:P * (M1_DATA_ROW_BYTES + M1_SCALE_ROW_BYTES)]
+    scale = scale.reshape(N, ratio, D * M1_SCALE_ROW_BYTES)
+    dst = out.view(torch.uint8).view(N, ratio, -1)
+    pages = torch.arange(N, device=src.device)
+    if touched_indices is not None:
+        tok = touched_indices.reshape(-1).long()
+        tok = tok[(tok >= 0) & (tok < N * P)]
+        pages = torch.unique(tok // P)
+    split = D * M1_DATA_ROW_BYTES
+    dst[pages, :, :split] = data[pages]
+    dst[pages, :, split:split + D * M1_SCALE_ROW_BYTES] = scale[pages]
+    return out
+
+
+def _marks(device, n: int) -> torch.Tensor:
+    buf = _mark_buffers.get(device)
+    if buf is None or buf.numel() < n:
+        buf = torch.empty(max(n, 1), dtype=torch.int8, device=device)
+        _mark_buffers[device] = buf
+    return buf[:n]
+
+
+def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=None, out=None,
+               buffer_tag="default", config=None):
+    """Split MODEL1 footer-format pages of ``src_page_size`` tokens into pages of ``dst_page_size``.
+
+    src_pages: uint8 (or float8_e4m3fn) [N, page_bytes(src_page_size)], pages contiguous.
+    Returns [N * ratio, page_bytes(dst_page_size)] of the same dtype; token ids are unchanged.
+    touched_indices: token ids into the source pool (any shape, int32/int64, -1 = none): only
+    source pages holding one of them are copied, the other destination pages keep their bytes.
+    out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
+    completely on the call that allocates it. Padding bytes are never written.
+    """
+    _positive_int("src_page_size", src_page_size)
+    _positive_int("dst_page_size", dst_page_size)
+    if src_page_size % dst_page_size:
+        raise ValueError(f"src_page_size={src_page_size}: expected a multiple of "
+                         f"dst_page_size={dst_page_size}")
+    _check("src_pages", src_pages, dtypes=_PAGE_DTYPES, ndim=2)
+    P, D = src_page_size, dst_page_size
+    pb = model1_page_bytes(P)
+    if src_pages.shape[1] != pb or (src_pages.shape[0] > 1 and src_pages.stride(0) != pb) \
+            or src_pages.stride(1) != 1:
+        raise ValueError(f"src_pages: shape {tuple(src_pages.shape)}, strides {tuple(src_pages.stride())}; "
+                         f"expected contiguous MODEL1 pages [num_pages, {pb}] for src_page_size={P} "
+                         f"(page_bytes = ceil({P} * 584 / 576) * 576)")
+    if P == D:
+        return src_pages
+    dev = src_pages.device
+    N, ratio = src_pages.shape[0], P // D
+    shape = (N * ratio, model1_page_bytes(D))
+    if touched_indices is not None:
+        _check("touched_indices", touched_indices, dtypes=(torch.int32, torch.int64), ndim=None,
+               device=dev)
+    full = touched_indices is None
+    if out is None:
+        key = (dev, buffer_tag)
+        out = _split_buffers.get(key)
+        if out is None or tuple(out.shape) != shape or out.dtype != src_pages.dtype:
+            out = torch.zeros(shape, dtype=src_pages.dtype, device=dev)
+            _split_buffers[key] = out
+            full = True  # a new buffer holds nothing yet: convert every page once
+    else:
+        _check("out", out, dtypes=(src_pages.dtype,), ndim=2, device=dev)
+        if tuple(out.shape) != shape or not out.is_contiguous():
+            raise ValueError(f"out: shape {tuple(out.shape)}, expected contiguous {shape} "
+                             f"({N} pages x {ratio} for {P} -> {D} tokens per page)")
+    if N == 0:
+        return out
+    if not _use_kernels(dev):
+        return page_split_reference(src_pages, src_page_size=P, dst_page_size=D,
+                                    touched_indices=None if full else touched_indices, out=out)
+    for name, t in (("src_pages", src_pages), ("out", out)):
+        if t.data_ptr() % 16:
+            raise ValueError(f"{name}: starts at an address that is not 16-byte aligned")
+    spec = PageSplitSpec(P, D, device_arch(dev))
+    cfg = (config or spec.default_config()).check(spec)
+    mod = load_module(spec)
+    marks = src_pages  # unused unless marked
+    if not full:
+        marks = _marks(dev, N)
+        marks.zero_()
+        tok = touched_indices.reshape(-1)
+        if tok.numel():
+            mod.page_mark_kernel[(-(-tok.numel() // 1024),)](tok, tok.numel(), marks, N, BLOCK=1024)
+    mod.page_split_kernel[(N * ratio,)](
+        src_pages.view(torch.uint8).view(torch.int64), out.view(torch.uint8).view(torch.int64), marks,
+        HAS_MARKS=not full, BLOCK=cfg.block, num_warps=cfg.num_warps)
+    return out

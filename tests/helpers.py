@@ -1,0 +1,106 @@
+"""Shared test helpers: random problems with NaN-poisoned caches and an independent fp64 reference."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+import sparsemla
+from sparsemla.gen.layout import DS_MLA_ROW_BYTES, M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES
+
+# (kv_format, d_qk, page_size)
+FORMAT_CASES = {
+    "auto576": ("auto", 576, None),
+    "auto_nope512": ("auto", 512, None),
+    "fp8_576": ("fp8_e4m3", 576, 16),
+    "fp8_nope512": ("fp8_e4m3", 512, None),
+    "ds_mla": ("fp8_ds_mla", 576, 16),
+    "model1_p64": ("model1", 512, 64),
+}
+
+
+def make_cache(kv_format, d_qk, num_slots, page_size, q_dtype, gen):
+    """(cache, kwargs for sparse_mla, float64 dequantized rows [num_slots, d_qk])."""
+    kv = torch.randn(num_slots, d_qk, generator=gen)
+    kw = {}
+    if kv_format == "auto":
+        cache = sparsemla.quantize_kv(kv.to(q_dtype), "auto", page_size=page_size)
+    elif kv_format == "fp8_e4m3":
+        cache, scale = sparsemla.quantize_kv(kv, "fp8_e4m3", page_size=page_size)
+        kw["kv_scale"] = scale
+    else:
+        cache = sparsemla.quantize_kv(kv, kv_format, page_size=page_size)
+        if kv_format == "model1":
+            kw["page_size"] = page_size
+    deq = sparsemla.dequantize_kv(cache, kv_format, page_size=page_size if kv_format == "model1" else None,
+                                  kv_scale=kw.get("kv_scale")).double()
+    return cache, kw, deq
+
+
+def poison_unreferenced(cache, kv_format, page_size, referenced: torch.Tensor):
+    """Overwrite every slot whose id is not in ``referenced`` with NaN bytes (0xFF is NaN in
+    e4m3, bf16, fp16 and fp32), including model1 scale rows and page padding."""
+    if kv_format == "model1":
+        num = cache.shape[0] * page_size
+    else:
+        num = cache.reshape(-1, cache.shape[-1]).shape[0]
+    keep = torch.zeros(num, dtype=torch.bool)
+    keep[referenced[referenced >= 0].long().unique()] = True
+    if kv_format in ("auto", "fp8_e4m3", "fp8_ds_mla"):
+        rows = cache.reshape(-1, cache.shape[-1])
+        if kv_format == "auto":
+            rows[~keep[: rows.shape[0]]] = float("nan")
+        else:
+            rows.view(torch.uint8)[~keep[: rows.shape[0]]] = 0xFF
+        return cache
+    pages = cache.view(torch.uint8)
+    P = page_size
+    for s in torch.nonzero(~keep).flatten().tolist():
+        p, o = divmod(s, P)
+        if p >= pages.shape[0]:
+            continue
+        pages[p, o * M1_DATA_ROW_BYTES:(o + 1) * M1_DATA_ROW_BYTES] = 0xFF
+        base = P * M1_DATA_ROW_BYTES + o * M1_SCALE_ROW_BYTES
+        pages[p, base:base + M1_SCALE_ROW_BYTES] = 0xFF
+    pages[:, P * (M1_DATA_ROW_BYTES + M1_SCALE_ROW_BYTES):] = 0xFF
+    return cache
+
+
+def reference64(q, deq, indices, sm_scale, d_v, topk_length=None, sink=None, x_deq=None, x_indices=None,
+                x_topk_length=None):
+    """An independent float64 loop: (out [T,H,d_v], lse [T,H]) with FlashMLA's conventions."""
+    T, H, _ = q.shape
+    out = torch.zeros(T, H, d_v, dtype=torch.float64)
+    lse = torch.full((T, H), math.inf, dtype=torch.float64)
+    for t in range(T):
+        rows = []
+        for idx, length, table in ((indices, topk_length, deq), (x_indices, x_topk_length, x_deq)):
+            if idx is None:
+                continue
+            n = idx.shape[1] if length is None else min(int(length[t]), idx.shape[1])
+            sel = [int(s) for s in idx[t, :n] if 0 <= int(s) < table.shape[0]]
+            if sel:
+                rows.append(table[sel])
+        if not rows:
+            continue
+        kv = torch.cat(rows)
+        s = (q[t].double()[:, : kv.shape[1]] @ kv.T) * sm_scale  # [H, n]
+        l = torch.logsumexp(s, dim=1)
+        denom = l if sink is None else torch.logaddexp(l, sink.double())
+        w = torch.exp(s - denom[:, None])
+        w = torch.nan_to_num(w, nan=0.0)
+        out[t] = w @ kv[:, :d_v]
+        lse[t] = l
+    return out, lse
+
+
+def random_indices(T, topk, num_slots, gen, invalid_frac=0.2):
+    idx = torch.randint(0, num_slots, (T, topk), generator=gen, dtype=torch.int32)
+    drop = torch.rand(T, topk, generator=gen) < invalid_frac
+    idx[drop] = -1
+    return idx
+
+
+def rel_err(a, b):
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()

@@ -1,0 +1,140 @@
+"""The generated Triton kernels (in Triton's interpreter) against an independent fp64 reference,
+with FlashMLA's traps: NaN in every unreferenced slot, -1 indices, topk_length, all-invalid rows,
+non-contiguous inputs, sinks, an extra cache, and split-K."""
+import math
+
+import pytest
+import torch
+
+import sparsemla
+from sparsemla.gen.spec import Config
+
+from helpers import FORMAT_CASES, make_cache, poison_unreferenced, random_indices, reference64, rel_err
+
+TOL = {torch.float16: (3e-3, 2e-3), torch.float32: (2e-5, 2e-5)}  # (rel L2 of out, abs of lse)
+
+
+def _widen(cache, extra):
+    """The same cache as a strided view whose rows are ``extra`` elements wider."""
+    wide = torch.zeros(*cache.shape[:-1], cache.shape[-1] + extra, dtype=cache.dtype)
+    wide[..., : cache.shape[-1]] = cache
+    return wide[..., : cache.shape[-1]]
+
+
+def _check(out, lse, ref_out, ref_lse, dtype, empty_rows=()):
+    rtol, ltol = TOL[dtype]
+    assert torch.isfinite(out).all(), f"NaN/inf leaked into rows {[t for t in range(out.shape[0]) if not torch.isfinite(out[t]).all()]}"
+    assert rel_err(out, ref_out) < rtol
+    fin = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isfinite(lse), fin)
+    assert (lse[~fin] == math.inf).all()
+    assert (lse[fin].double() - ref_lse[fin]).abs().max().item() < ltol * max(1.0, ref_lse[fin].abs().max().item())
+    for t in empty_rows:
+        assert (out[t] == 0).all() and (lse[t] == math.inf).all()
+
+
+@pytest.mark.parametrize("case", list(FORMAT_CASES))
+@pytest.mark.parametrize("dtype,splits", [(torch.float16, 1), (torch.float32, 3)])
+def test_formats_against_reference(case, dtype, splits):
+    kv_format, d_qk, page_size = FORMAT_CASES[case]
+    gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
+    T, H, topk, slots = 4, 16, 48, 256
+    cache, kw, deq = make_cache(kv_format, d_qk, slots, page_size, dtype, gen)
+    idx = random_indices(T, topk, slots, gen)
+    idx[2] = -1  # a row with nothing valid
+    topk_length = torch.tensor([topk, 17, topk, 0], dtype=torch.int32)
+    cache = poison_unreferenced(cache, kv_format, page_size or 1,
+                                torch.cat([idx[t, : int(topk_length[t])] for t in range(T)]))
+    q_big = torch.randn(H, T, d_qk + 8, generator=gen).to(dtype)
+    q = q_big[..., :d_qk].transpose(0, 1)  # non-contiguous in every dim but the last
+    if kv_format in ("auto", "fp8_e4m3"):
+        cache = _widen(cache, 32)  # row stride > d_qk
+    scale = d_qk ** -0.5
+    out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=scale, kv_format=kv_format, topk_length=topk_length,
+                                    return_lse=True, backend="triton", config=Config(16, 16, splits, 4, 1), **kw)
+    ref_out, ref_lse = reference64(q, deq, idx, scale, 512, topk_length=topk_length)
+    assert out.dtype == dtype and out.shape == (T, H, 512)
+    _check(out, lse, ref_out, ref_lse, dtype, empty_rows=(2, 3))
+    # The PyTorch backend reads the same poisoned cache.
+    t_out, t_lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=scale, kv_format=kv_format,
+                                        topk_length=topk_length, return_lse=True, backend="torch", **kw)
+    _check(t_out, t_lse, ref_out, ref_lse, dtype, empty_rows=(2, 3))
+
+
+@pytest.mark.parametrize("splits", [1, 2])
+def test_sinks_including_infinite(splits):
+    gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
+    T, H, topk, slots, d_qk = 3, 20, 40, 128, 576  # H not a multiple of the head block
+    cache, kw, deq = make_cache("auto", d_qk, slots, None, torch.float32, gen)
+    idx = random_indices(T, topk, slots, gen)
+    idx[1] = -1
+    sink = torch.randn(H, generator=gen)
+    sink[0], sink[1] = math.inf, -math.inf
+    q = torch.randn(T, H, d_qk, generator=gen)
+    out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.05, attn_sink=sink, return_lse=True,
+                                    backend="triton", config=Config(16, 16, splits, 4, 1))
+    ref_out, ref_lse = reference64(q, deq, idx, 0.05, 512, sink=sink)
+    _check(out, lse, ref_out, ref_lse, torch.float32, empty_rows=(1,))
+    assert (out[:, 0] == 0).all()  # a +inf sink takes all the weight
+
+
+@pytest.mark.parametrize("kv_format,d_qk,page,x_page", [("model1", 512, 64, 256), ("auto", 576, None, None)])
+def test_extra_cache(kv_format, d_qk, page, x_page):
+    gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
+    T, H, topk, xtopk = 3, 16, 32, 24
+    cache, kw, deq = make_cache(kv_format, d_qk, 192, page, torch.float16, gen)
+    xcache, xkw, xdeq = make_cache(kv_format, d_qk, 512, x_page, torch.float16, gen)
+    idx = random_indices(T, topk, 192, gen)
+    xidx = random_indices(T, xtopk, 512, gen)
+    idx[0] = -1  # only the extra cache is valid for token 0
+    xlen = torch.tensor([xtopk, 5, 0], dtype=torch.int32)
+    cache = poison_unreferenced(cache, kv_format, page or 1, idx.flatten())
+    xcache = poison_unreferenced(xcache, kv_format, x_page or 1,
+                                 torch.cat([xidx[t, : int(xlen[t])] for t in range(T)]))
+    q = torch.randn(T, H, d_qk, generator=gen).half()
+    if kv_format == "model1":
+        kw["extra_page_size"] = x_page
+    for splits in (1, 2):
+        out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, kv_format=kv_format, extra_kv_cache=xcache,
+                                        extra_indices=xidx, extra_topk_length=xlen, return_lse=True,
+                                        backend="triton", config=Config(16, 16, splits, 4, 1), **kw)
+        ref_out, ref_lse = reference64(q, deq, idx, 0.04, 512, x_deq=xdeq, x_indices=xidx, x_topk_length=xlen)
+        _check(out, lse, ref_out, ref_lse, torch.float16)
+
+
+def test_paged_auto_cache_with_permuted_pages_and_small_dims():
+    gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
+    T, H, topk, page, pages, d_qk, d_v = 5, 4, 37, 16, 12, 80, 64  # rope 16, odd topk, H < 16
+    kv = torch.randn(pages * page, d_qk, generator=gen)
+    cache = kv.reshape(pages, page, d_qk)
+    # A permuted block table: request-local positions map to shuffled physical pages.
+    perm = torch.randperm(pages, generator=gen)
+    local = torch.randint(0, pages * page, (T, topk), generator=gen)
+    idx = (perm[local // page] * page + local % page).to(torch.int32)
+    q = torch.randn(T, H, d_qk, generator=gen)
+    out = torch.full((T, H, d_v), float("nan"))
+    sparsemla.sparse_mla(q, cache, idx, sm_scale=0.1, d_v=d_v, out=out, backend="triton",
+                         config=Config(16, 16, 2, 4, 1))
+    ref_out, _ = reference64(q, kv.double(), idx, 0.1, d_v)
+    assert rel_err(out, ref_out) < TOL[torch.float32][0]
+
+
+def test_auto_backend_on_cpu_is_the_reference():
+    gen = torch.Generator().manual_seed(1)
+    cache, kw, deq = make_cache("auto", 576, 64, None, torch.bfloat16, gen)
+    q = torch.randn(2, 8, 576, generator=gen).bfloat16()
+    idx = random_indices(2, 16, 64, gen)
+    out = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04)
+    ref, _ = reference64(q, deq, idx, 0.04, 512)
+    assert out.dtype == torch.bfloat16 and rel_err(out, ref) < 1e-2
+
+
+def test_bf16_q_on_the_interpreter_computes_in_fp32():
+    # bf16 tl.dot is broken in the interpreter (triton#11584); the API picks fp32 compute there.
+    gen = torch.Generator().manual_seed(2)
+    cache, kw, deq = make_cache("auto", 576, 64, None, torch.bfloat16, gen)
+    q = torch.randn(2, 16, 576, generator=gen).bfloat16()
+    idx = random_indices(2, 32, 64, gen)
+    out = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, backend="triton", config=Config(16, 16, 1, 4, 1))
+    ref, _ = reference64(q, deq, idx, 0.04, 512)
+    assert rel_err(out, ref) < 1e-2
