@@ -51,7 +51,8 @@ def _auto_backend(spec: KernelSpec, num_tokens: int, device: torch.device, view,
     from sparsemla.runtime import dispatch
     lookup = getattr(dispatch, "lookup", None)  # the tuned-table lookup, where present
     entry = lookup(spec, num_tokens, device) if lookup is not None else None
-    if entry and entry.get("backend") == "flashinfer":
+    choice = entry.get("backend") if isinstance(entry, dict) else getattr(entry, "backend", None)
+    if choice == "flashinfer":
         from . import flashinfer_backend as fb
         if fb.available() and fb.unsupported_reason(spec, view, xview) is None:
             return "flashinfer"

@@ -144,7 +144,7 @@ def csr_indptr(lengths: torch.Tensor) -> torch.Tensor:
     return indptr
 
 
-def pack_valid_prefix(indices: torch.Tensor, valid: torch.Tensor, kv_indptr: torch.Tensor,
+def pack_valid_slots(indices: torch.Tensor, valid: torch.Tensor, kv_indptr: torch.Tensor,
                       kv_indices: torch.Tensor) -> None:
     """Write row t's valid slots, in order, to ``kv_indices[kv_indptr[t]:]`` (device ops only,
     no sync). ``kv_indices`` is zeroed first and must have one spare element at its end, which
@@ -289,7 +289,7 @@ def _run_sm90(spec, q, view, indices, sm_scale, out, lse, topk_length):
     kv_dtype = torch.bfloat16 if spec.kv_format == "auto" else torch.float8_e4m3fn
     # A row with nothing valid is planned with one entry (slot 0) and overwritten below.
     st.plan(T, counts_host.clamp(min=1), float(sm_scale), spec, kv_dtype)
-    pack_valid_prefix(indices, valid, st.kv_indptr, st.kv_indices[:st.total + 1])
+    pack_valid_slots(indices, valid, st.kv_indptr, st.kv_indices[:st.total + 1])
 
     q_nope, q_pe = split_q(q, spec.d_v)
     ckv, kpe = split_cache(view)

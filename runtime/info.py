@@ -16,20 +16,26 @@ def _gpu_lines() -> tuple[list[str], torch.device | None]:
 
 def _tuned_line(arch: str, device) -> str:
     try:
-        from sparsemla.gen import tuned_table
+        from sparsemla.gen import tuned_table as tt
     except ImportError:
         return "tuned table: no tuned table module"
-    coverage = getattr(tuned_table, "coverage", None)
-    if coverage is None:
-        return "tuned table: sparsemla.gen.tuned_table has no coverage()"
     try:
-        cov = coverage(arch, device)
-    except Exception as e:  # a broken table must not break `info`
+        if device is not None:
+            gpu = tt.gpu_dirname(torch.cuda.get_device_name(device))
+        else:  # no GPU: the table of the arch's reference part
+            gpu = {"sm90": "NVIDIA_H200", **tt.STATIC_GPUS}.get(arch)
+            if gpu is None:
+                return f"tuned table: no GPU, and no reference table for {arch}"
+        entries = tt.load_tables(gpu)
+    except Exception as e:  # a broken table module or file must not break `info`
         return f"tuned table: unreadable ({type(e).__name__}: {e})"
-    if not cov or not cov.get("specs"):
-        return f"tuned table: nothing for {arch} (defaults: untuned configs, Triton only)"
-    return (f"tuned table: {cov['specs']} specs, {cov.get('buckets', '?')} buckets for {arch} "
-            f"(source: {cov.get('source', '?')})")
+    if not entries:
+        return f"tuned table: none for {gpu} (untuned default configs, Triton only)"
+    all_entries = [e for buckets in entries.values() for e in buckets.values()]
+    sources = "/".join(sorted({e.source for e in all_entries}))
+    on_fi = sum(e.backend == "flashinfer" for e in all_entries)
+    return (f"tuned table: {gpu}: {len(entries)} specs, {len(all_entries)} buckets "
+            f"({on_fi} on flashinfer), source {sources}")
 
 
 def info_lines() -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
+from sparsemla.gen.paging import MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
 from sparsemla.gen.render import load_module
 
 from .api import _interpreting, device_arch
@@ -155,7 +155,7 @@ def pack_valid_prefix(slots, indptr, *, out=None, config=None):
 
 def page_split_reference(src_pages, *, src_page_size, dst_page_size=64, touched_indices=None,
                          out=None):
-    """PyTorch version of ``page_split`` (``out`` None: a new zero-filled buffer, all pages)."""
+    """PyTorch version of ``page_split`` (``out`` None: a new zero-filled buffer)."""
     P, D = src_page_size, dst_page_size
     if P == D:
         return src_pages
@@ -248,7 +248,8 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
         marks.zero_()
         tok = touched_indices.reshape(-1)
         if tok.numel():
-            mod.page_mark_kernel[(-(-tok.numel() // 1024),)](tok, tok.numel(), marks, N, BLOCK=1024)
+            mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](tok, tok.numel(), marks, N,
+                                                                    BLOCK=MARK_BLOCK)
     mod.page_split_kernel[(N * ratio,)](
         src_pages.view(torch.uint8).view(torch.int64), out.view(torch.uint8).view(torch.int64), marks,
         HAS_MARKS=not full, BLOCK=cfg.block, num_warps=cfg.num_warps)

@@ -1,0 +1,214 @@
+"""Specs of the small page and index kernels a serving engine runs around attention.
+
+Each spec is frozen, validates its fields at construction and renders one template through
+``render.load_module``: ``key`` names the module, keys the render cache and appears in every
+error. ``PagingConfig`` holds the tunables (elements per program step, warps); each spec's
+``default_config()`` is the arch's untuned choice. ``compile_paging`` compiles every kernel
+of a spec for a GPU target without a GPU (the CPU tests use it for sm90/sm120/sm121).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
+from .spec import ARCHS, next_pow2
+
+# Elements per program step and warps, by arch: the ~99 KB-shared-memory parts (sm120/121) have
+# fewer registers in flight per SM, so they take smaller steps.
+_DEFAULT_BLOCK = {"sm90": 1024, "sm120": 512, "sm121": 512}
+MARK_BLOCK = 1024  # token ids per program of page_split's mark kernel
+
+
+def _pow2(x) -> bool:
+    return isinstance(x, int) and x > 0 and x & (x - 1) == 0
+
+
+def _check_int(obj, name, lo, hi):
+    v = getattr(obj, name)
+    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+        raise ValueError(f"{type(obj).__name__}.{name}={v!r}: expected an int in {lo}..{hi}")
+
+
+def _check_arch(obj):
+    if obj.arch not in ARCHS:
+        raise ValueError(f"{type(obj).__name__}.arch={obj.arch!r}: expected one of {tuple(ARCHS)}")
+
+
+@dataclass(frozen=True)
+class PagingConfig:
+    """Tunables of one paging kernel launch: ``block`` elements (index entries or 8-byte
+    words) per program step, and ``num_warps``."""
+
+    block: int = 1024
+    num_warps: int = 4
+
+    def check(self, spec) -> "PagingConfig":
+        if not _pow2(self.block) or not 64 <= self.block <= 8192:
+            raise ValueError(f"PagingConfig.block={self.block!r} for {spec.key}: "
+                             f"expected a power of two in 64..8192")
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            raise ValueError(f"PagingConfig.num_warps={self.num_warps!r} for {spec.key}: "
+                             f"expected one of 1, 2, 4, 8, 16")
+        return self
+
+
+class _Spec:
+    """What the renderer needs besides ``key``, ``template`` and ``template_context``."""
+
+    @property
+    def module_name(self) -> str:
+        return "sparsemla_gen_" + re.sub(r"[^0-9a-zA-Z]", "_", self.key)
+
+
+@dataclass(frozen=True)
+class ConvertIndicesSpec(_Spec):
+    """Request-local top-k positions -> global slot ids through a block table."""
+
+    page_size: int
+    topk: int
+    arch: str = "sm90"
+
+    template = "convert_indices.py.jinja"
+
+    def __post_init__(self):
+        _check_int(self, "page_size", 1, 1 << 16)
+        _check_int(self, "topk", 1, 1 << 20)
+        _check_arch(self)
+
+    @property
+    def key(self) -> str:
+        return f"convert_indices-{self.arch}-p{self.page_size}-k{self.topk}"
+
+    def template_context(self) -> dict:
+        return {}
+
+    def default_config(self) -> PagingConfig:
+        return PagingConfig(min(_DEFAULT_BLOCK[self.arch], max(64, next_pow2(self.topk))), 4)
+
+
+@dataclass(frozen=True)
+class PackValidPrefixSpec(_Spec):
+    """CSR packing of each row's valid prefix ([T, width] slots -> flat indices)."""
+
+    width: int
+    arch: str = "sm90"
+
+    template = "pack_valid_prefix.py.jinja"
+
+    def __post_init__(self):
+        _check_int(self, "width", 1, 1 << 20)
+        _check_arch(self)
+
+    @property
+    def key(self) -> str:
+        return f"pack_valid_prefix-{self.arch}-w{self.width}"
+
+    def template_context(self) -> dict:
+        return {}
+
+    def default_config(self) -> PagingConfig:
+        return PagingConfig(min(_DEFAULT_BLOCK[self.arch], max(64, next_pow2(self.width))), 4)
+
+
+@dataclass(frozen=True)
+class PageSplitSpec(_Spec):
+    """MODEL1 footer pages of ``src_page_size`` tokens -> pages of ``dst_page_size`` tokens."""
+
+    src_page_size: int
+    dst_page_size: int = 64
+    arch: str = "sm90"
+
+    template = "page_split.py.jinja"
+
+    def __post_init__(self):
+        _check_int(self, "src_page_size", 1, 1 << 16)
+        _check_int(self, "dst_page_size", 1, 1 << 16)
+        _check_arch(self)
+        if self.src_page_size % self.dst_page_size:
+            raise ValueError(f"PageSplitSpec.src_page_size={self.src_page_size}: expected a multiple "
+                             f"of dst_page_size={self.dst_page_size}")
+
+    @property
+    def key(self) -> str:
+        return f"page_split-{self.arch}-model1-p{self.src_page_size}-to{self.dst_page_size}"
+
+    def template_context(self) -> dict:
+        # Everything in 8-byte words: every MODEL1 offset and page size is a multiple of 8 bytes.
+        P, D = self.src_page_size, self.dst_page_size
+        return dict(ratio=P // D,
+                    src_page_words=model1_page_bytes(P) // 8,
+                    dst_page_words=model1_page_bytes(D) // 8,
+                    data_words=D * M1_DATA_ROW_BYTES // 8,
+                    scale_words=D * M1_SCALE_ROW_BYTES // 8,
+                    src_scale_words=P * M1_DATA_ROW_BYTES // 8)
+
+    def default_config(self) -> PagingConfig:
+        # A power of two that divides the data words when it can, so the last step is not half empty.
+        data_words = self.dst_page_size * M1_DATA_ROW_BYTES // 8
+        block = min(_DEFAULT_BLOCK[self.arch], max(64, data_words & -data_words))
+        return PagingConfig(block, 4)
+
+
+# Argument types of the generated kernels, by name, for compiling without a GPU.
+_ARG_TYPES = {
+    "convert_indices_kernel": dict(req_ids="*i32", block_table="*i32", local="*i32", out="*i32",
+                                   counts="*i32"),
+    "pack_valid_prefix_kernel": dict(slots="*i32", indptr="*i32", out="*i32"),
+    "page_mark_kernel": dict(touched="*i32", marks="*i8"),
+    "page_split_kernel": dict(src="*i64", dst="*i64", marks="*i8"),
+}
+
+
+def _kernel_variants(spec, config: PagingConfig) -> list[tuple[str, dict]]:
+    """(kernel name, constexprs) of every variant the runtime launches for ``spec``."""
+    if isinstance(spec, ConvertIndicesSpec):
+        return [("convert_indices_kernel", dict(COMPACT=c, BLOCK_K=config.block)) for c in (False, True)]
+    if isinstance(spec, PackValidPrefixSpec):
+        return [("pack_valid_prefix_kernel", dict(BLOCK=config.block))]
+    return [("page_mark_kernel", dict(BLOCK=MARK_BLOCK))] + \
+        [("page_split_kernel", dict(HAS_MARKS=m, BLOCK=config.block)) for m in (False, True)]
+
+
+def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:
+    """Compile every kernel variant of ``spec`` for ``arch`` (default spec.arch) with Triton's
+    GPU pipeline; returns {"kernel{constexprs}": shared bytes}. Raises RuntimeError naming
+    the spec, arch and kernel that failed to build.
+
+    Call it in a process that did not import triton under TRITON_INTERPRET=1: there Triton's
+    own reduction helpers (behind tl.sum, tl.cumsum) are interpreter functions and cannot be
+    compiled (the tests run it in a subprocess)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from .render import load_compilable_module
+
+    arch = arch or spec.arch
+    if arch not in ARCHS:
+        raise ValueError(f"arch={arch!r}: expected one of {tuple(ARCHS)}")
+    config = (config or spec.default_config()).check(spec)
+    mod = load_compilable_module(spec)
+    out = {}
+    for name, constexprs in _kernel_variants(spec, config):
+        fn = getattr(mod, name)
+        types = _ARG_TYPES[name]
+        sig, attrs = {}, {}
+        for i, arg in enumerate(fn.arg_names):
+            if arg in constexprs:
+                sig[arg] = "constexpr"
+            elif arg in types:
+                sig[arg] = types[arg]
+                attrs[(i,)] = [["tt.divisibility", 16]]
+            else:  # strides and counts
+                sig[arg] = "i32"
+        label = f"{name}{constexprs}"
+        try:
+            compiled = triton.compile(ASTSource(fn, sig, constexprs, attrs),
+                                      target=GPUTarget("cuda", ARCHS[arch].cc, 32),
+                                      options={"num_warps": config.num_warps})
+        except Exception as e:
+            raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: "
+                               f"{type(e).__name__}: {e}") from e
+        out[label] = compiled.metadata.shared
+    return out

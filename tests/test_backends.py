@@ -1,0 +1,390 @@
+"""Backend choice and the FlashInfer backend's argument mapping, on the CPU.
+
+FlashInfer itself cannot run here: a fake ``flashinfer`` package (a wrapper that computes
+attention in PyTorch from exactly the buffers it was planned with, and an SM120 entry point
+that decodes the pages it is handed) checks the mapping end to end.
+"""
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import math  # noqa: E402
+import sys  # noqa: E402
+import types  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import sparsemla  # noqa: E402
+from sparsemla.gen.layout import model1_page_bytes  # noqa: E402
+from sparsemla.gen.spec import Config, KernelSpec  # noqa: E402
+from sparsemla.gen.tuned_table import TunedEntry  # noqa: E402
+from sparsemla.runtime import api, dispatch, triton_backend  # noqa: E402
+from sparsemla.runtime import flashinfer_backend as fb  # noqa: E402
+from sparsemla.runtime.kvcache import describe_cache  # noqa: E402
+from sparsemla.runtime.reference import sparse_mla_reference  # noqa: E402
+
+from helpers import rel_err  # noqa: E402
+
+
+# --------------------------------------------------------------------------------------------
+# A fake flashinfer package
+# --------------------------------------------------------------------------------------------
+
+class FakeMLAWrapper:
+    """BatchMLAPagedAttentionWrapper in CUDA-graph mode: plan() copies into the reserved
+    buffers, run() reads them (so packed indices written after plan() are what it sees) and
+    returns lse in base 2, as FlashInfer does."""
+
+    instances = []
+
+    def __init__(self, workspace, use_cuda_graph=False, qo_indptr=None, kv_indptr=None, kv_indices=None,
+                 kv_len_arr=None, backend="auto"):
+        assert use_cuda_graph and backend == "fa3"
+        self.qo, self.indptr, self.indices, self.lens = qo_indptr, kv_indptr, kv_indices, kv_len_arr
+        self.plans = 0
+        FakeMLAWrapper.instances.append(self)
+
+    def plan(self, qo_indptr, kv_indptr, kv_indices, kv_len_arr, num_heads, head_dim_ckv, head_dim_kpe,
+             page_size, causal, sm_scale, q_data_type, kv_data_type):
+        assert page_size == 1 and causal is False and head_dim_ckv == 512
+        assert qo_indptr.shape == self.qo.shape and kv_len_arr.shape == self.lens.shape  # exact, as 0.7 checks
+        assert torch.equal(kv_indptr[1:] - kv_indptr[:-1], kv_len_arr)  # packed CSR
+        assert kv_indices.numel() == int(kv_indptr[-1])
+        self.qo.copy_(qo_indptr)
+        self.indptr.copy_(kv_indptr)
+        self.indices[:kv_indices.numel()].copy_(kv_indices)
+        self.lens.copy_(kv_len_arr)
+        self.sm_scale, self.kv_dtype, self.kpe = sm_scale, kv_data_type, head_dim_kpe
+        self.plans += 1
+
+    def run(self, q_nope, q_pe, ckv, kpe, out=None, lse=None, return_lse=False, ckv_scale=None, kpe_scale=None):
+        assert ckv.dtype == kpe.dtype == self.kv_dtype and q_pe.shape[-1] == self.kpe
+        if self.kv_dtype == torch.float8_e4m3fn:
+            assert ckv_scale is not None and kpe_scale is not None
+        cs, ks = ckv_scale or 1.0, kpe_scale or 1.0
+        T = q_nope.shape[0]
+        assert int(self.qo[T]) == T and int(self.qo[-1]) == T  # rows past T planned empty
+        lse2 = torch.empty(q_nope.shape[:2], dtype=torch.float32)
+        for t in range(T):
+            a, n = int(self.indptr[t]), int(self.lens[t])
+            slots = self.indices[a:a + n].long()
+            v = ckv[slots, 0].float() * cs
+            k = torch.cat([v, kpe[slots, 0].float() * ks], dim=1)
+            s = torch.cat([q_nope[t], q_pe[t]], dim=1).float() @ k.T * self.sm_scale
+            out[t] = (torch.softmax(s, 1) @ v).to(out.dtype)
+            lse2[t] = torch.logsumexp(s, 1) / math.log(2)
+        return (out, lse2) if return_lse else out
+
+
+def fake_sm120_paged_attention(q, kv_cache, indices, output, out_lse, sm_scale, *, d_v=512, topk_length=None,
+                               attn_sink=None, extra_kv_cache=None, extra_indices=None, extra_topk_length=None,
+                               mid_out=None, mid_lse=None):
+    """Decodes FlashMLA-style 4-D model1 pages; writes garbage into rows with nothing valid."""
+    assert kv_cache.dtype == torch.uint8 and kv_cache.shape[1:] == (64, 1, 584)
+    assert (mid_out is None) == (q.shape[0] > 64)
+    view = describe_cache(kv_cache, "model1", 512, 512)
+    xview = None if extra_kv_cache is None else describe_cache(extra_kv_cache, "model1", 512, 512)
+    o, l = sparse_mla_reference(q, view, indices, sm_scale, topk_length=topk_length, attn_sink=attn_sink,
+                                extra_view=xview, extra_indices=extra_indices, extra_topk_length=extra_topk_length)
+    empty = torch.isinf(l)
+    output.copy_(o.masked_fill(empty[..., None], 7.0))
+    out_lse.copy_(l.masked_fill(empty, -123.0))
+
+
+@pytest.fixture
+def fake_flashinfer(monkeypatch):
+    pkg = types.ModuleType("flashinfer")
+    mla = types.ModuleType("flashinfer.mla")
+    sm120 = types.ModuleType("flashinfer.mla._sparse_mla_sm120")
+    mla.BatchMLAPagedAttentionWrapper = FakeMLAWrapper
+    sm120._sparse_mla_sm120_paged_attention = fake_sm120_paged_attention
+    pkg.mla, mla._sparse_mla_sm120 = mla, sm120
+    for name, mod in (("flashinfer", pkg), ("flashinfer.mla", mla), ("flashinfer.mla._sparse_mla_sm120", sm120)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setattr(fb, "_states", {})
+    monkeypatch.setattr(fb, "_float_workspaces", {})
+    monkeypatch.setattr(fb, "_WORKSPACE_BYTES", 64)
+    FakeMLAWrapper.instances = []
+    return FakeMLAWrapper
+
+
+# --------------------------------------------------------------------------------------------
+# Pure functions
+# --------------------------------------------------------------------------------------------
+
+def test_valid_mask_csr_and_packing():
+    idx = torch.tensor([[5, -1, 2, 9, 7],
+                        [-1, -1, -1, -1, -1],
+                        [1, 2, 3, 4, 100],
+                        [4, -1, 6, -7, 0]], dtype=torch.int32)
+    topk_length = torch.tensor([5, 5, 3, 4], dtype=torch.int32)
+    valid = fb.valid_mask(idx, topk_length, num_slots=10)
+    expected = [[5, 2, 9, 7], [], [1, 2, 3], [4, 6]]
+    assert valid.sum(1).tolist() == [len(e) for e in expected]
+    planned = valid.sum(1, dtype=torch.int32).clamp(min=1)  # an empty row reads one entry: slot 0
+    indptr = fb.csr_indptr(planned)
+    assert indptr.tolist() == [0, 4, 5, 8, 10] and indptr.dtype == torch.int32
+    buf = torch.full((int(indptr[-1]) + 1,), 99, dtype=torch.int32)
+    fb.pack_valid_slots(idx, valid, indptr, buf)
+    rows = [buf[int(indptr[t]):int(indptr[t + 1])].tolist() for t in range(4)]
+    assert rows == [[5, 2, 9, 7], [0], [1, 2, 3], [4, 6]]
+
+
+def test_split_q_and_cache():
+    q = torch.randn(3, 4, 576, dtype=torch.bfloat16)
+    q_nope, q_pe = fb.split_q(q, 512)
+    assert q_nope.shape == (3, 4, 512) and q_pe.shape == (3, 4, 64)
+    assert q_nope.data_ptr() == q.data_ptr() and torch.equal(q_pe, q[..., 512:])
+    q_nope, q_pe = fb.split_q(q[..., :512], 512)  # NoPE: an empty rope part
+    assert q_pe.shape == (3, 4, 0)
+
+    kv = torch.randn(8, 4, 576, dtype=torch.bfloat16)  # 8 pages of 4 tokens, back to back
+    view = describe_cache(kv, "auto", 576, 512)
+    ckv, kpe = fb.split_cache(view)
+    assert ckv.shape == (32, 1, 512) and kpe.shape == (32, 1, 64)
+    assert torch.equal(ckv[13, 0], kv[3, 1, :512]) and torch.equal(kpe[13, 0], kv[3, 1, 512:])
+
+    fp8, _ = sparsemla.quantize_kv(torch.randn(32, 512), "fp8_e4m3")
+    ckv, kpe = fb.split_cache(describe_cache(fp8, "fp8_e4m3", 512, 512))
+    assert ckv.dtype == torch.float8_e4m3fn and kpe.shape == (32, 1, 0)
+    assert torch.equal(ckv[7, 0].view(torch.uint8), fp8[7].view(torch.uint8))
+
+    gappy = torch.randn(8, 6, 576, dtype=torch.bfloat16)[:, :4]  # pages of 4 rows, 6 apart
+    view = describe_cache(gappy, "auto", 576, 512)
+    assert fb.slot_stride(view) is None
+    spec = KernelSpec(num_heads=4, topk=16, page_size=4)
+    assert "pages are not back to back" in fb.unsupported_reason(spec, view)
+
+
+def test_natural_lse():
+    lse2 = torch.tensor([[1.0, -2.0], [3.0, 0.5]])
+    empty = torch.tensor([False, True])
+    lse = fb.natural_lse(lse2, empty)
+    assert torch.allclose(lse[0], lse2[0] * math.log(2))
+    assert (lse[1] == math.inf).all()
+
+
+@pytest.mark.parametrize("spec_kw,ok,why", [
+    (dict(), True, None),
+    (dict(d_qk=512, kv_format="fp8_e4m3"), True, None),
+    (dict(has_sink=True), False, "attn_sink"),
+    (dict(extra_topk=64), False, "extra_kv_cache"),
+    (dict(kv_format="fp8_ds_mla"), False, "kv_format"),
+    (dict(d_qk=544, d_v=512), False, "d_qk=544"),
+    (dict(q_dtype="fp16", compute_dtype="fp16"), False, "q dtype"),
+    (dict(arch="sm120", kv_format="model1", d_qk=512, page_size=64, has_sink=True,
+          extra_topk=128, extra_page_size=64), True, None),
+    (dict(arch="sm121", kv_format="model1", d_qk=512, page_size=256), False, "64-token pages"),
+    (dict(arch="sm120"), False, "model1"),
+    (dict(arch="sm120", kv_format="model1", d_qk=512, page_size=64, has_sink=True, return_lse=True),
+     False, "lse"),
+])
+def test_supports(spec_kw, ok, why):
+    spec = KernelSpec(**{"num_heads": 16, "topk": 256, **spec_kw})
+    assert fb.supports(spec) is ok
+    reason = fb.unsupported_reason(spec)
+    assert (reason is None) == ok and (why is None or why in reason)
+
+
+def test_sm120_argument_mapping():
+    T, H, topk, xtopk = 3, 5, 100, 40
+    pages = sparsemla.quantize_kv(torch.randn(256, 512), "model1", page_size=64)
+    xpages = sparsemla.quantize_kv(torch.randn(128, 512), "model1", page_size=64)
+    view = describe_cache(pages, "model1", 512, 512, page_size=64)
+    xview = describe_cache(xpages, "model1", 512, 512, page_size=64)
+    q = torch.randn(T, H, 512, dtype=torch.bfloat16)
+    idx = torch.randint(0, 256, (T, topk), dtype=torch.int32)
+    xidx = torch.randint(0, 128, (T, xtopk), dtype=torch.int32)
+    out, lse = torch.empty(T, H, 512, dtype=torch.bfloat16), torch.empty(T, H)
+    tl = torch.full((T,), 50, dtype=torch.int32)
+    sink = torch.zeros(H)
+    args, kw = fb.sm120_arguments(q, view, idx, 0.1, out, lse, topk_length=tl, attn_sink=sink, extra_view=xview,
+                                  extra_indices=xidx, extra_topk_length=tl)
+    q_a, kv, idx_a, out_a, lse_a, scale = args
+    pb = model1_page_bytes(64)
+    assert q_a is q and idx_a is idx and out_a is out and lse_a is lse and scale == 0.1
+    assert kv.shape == (4, 64, 1, 584) and kv.stride() == (pb, 584, 584, 1) and kv.data_ptr() == pages.data_ptr()
+    assert kw["extra_kv_cache"].shape == (2, 64, 1, 584) and kw["extra_kv_cache"].data_ptr() == xpages.data_ptr()
+    assert kw["extra_indices"] is xidx and kw["topk_length"] is tl and kw["attn_sink"] is sink and kw["d_v"] == 512
+    assert kw["mid_out"].shape == (T, H, 2 + 1, 512) and kw["mid_out"].dtype == torch.bfloat16  # ceil(100/64)+ceil(40/64)
+    assert kw["mid_lse"].shape == (T, H, 3) and kw["mid_lse"].dtype == torch.float32
+    q65 = torch.randn(65, H, 512, dtype=torch.bfloat16)
+    _, kw = fb.sm120_arguments(q65, view, idx[:1].expand(65, topk), 0.1, None, None)
+    assert kw["mid_out"] is None and kw["mid_lse"] is None  # prefill: no split-K scratch
+
+
+# --------------------------------------------------------------------------------------------
+# run_flashinfer through the fake package
+# --------------------------------------------------------------------------------------------
+
+def _problem(kv_format, d_qk, T, H, topk, slots, page_size=None, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    kv = torch.randn(slots, d_qk, generator=gen)
+    kw = {}
+    if kv_format == "auto":
+        cache = sparsemla.quantize_kv(kv.to(torch.bfloat16), "auto", page_size=page_size)
+    else:
+        cache, kw["kv_scale"] = sparsemla.quantize_kv(kv, "fp8_e4m3", page_size=page_size)
+    q = torch.randn(T, H, d_qk, generator=gen).to(torch.bfloat16)
+    idx = torch.randint(0, slots, (T, topk), generator=gen, dtype=torch.int32)
+    idx[torch.rand(T, topk, generator=gen) < 0.3] = -1
+    idx[1] = -1  # nothing valid
+    topk_length = torch.randint(1, topk + 1, (T,), generator=gen, dtype=torch.int32)
+    return q, cache, kw, idx, topk_length
+
+
+def _run(q, cache, kv_format, idx, topk_length, kw, scale=0.07):
+    T, H, d_qk = q.shape
+    view = describe_cache(cache, kv_format, d_qk, 512, q_dtype=q.dtype, **kw)
+    spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, num_heads=H, topk=idx.shape[1], page_size=view.page_size,
+                      return_lse=True)
+    out, lse = torch.empty(T, H, 512, dtype=q.dtype), torch.empty(T, H)
+    fb.run_flashinfer(spec, q, view, idx, scale, out, lse, topk_length=topk_length)
+    ref, ref_lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=scale, kv_format=kv_format, topk_length=topk_length,
+                                        return_lse=True, backend="torch", **kw)
+    return out, lse, ref, ref_lse
+
+
+@pytest.mark.parametrize("kv_format,d_qk,page_size", [("auto", 576, None), ("auto", 512, 8),
+                                                      ("fp8_e4m3", 576, 4), ("fp8_e4m3", 512, None)])
+def test_run_flashinfer_sm90_mapping(fake_flashinfer, kv_format, d_qk, page_size):
+    q, cache, kw, idx, tl = _problem(kv_format, d_qk, T=5, H=3, topk=24, slots=64, page_size=page_size)
+    out, lse, ref, ref_lse = _run(q, cache, kv_format, idx, tl, kw)
+    assert rel_err(out, ref) < 1e-2
+    assert (out[1] == 0).all() and (lse[1] == math.inf).all()
+    fin = torch.isfinite(ref_lse)
+    assert torch.equal(fin, torch.isfinite(lse)) and (lse[fin] - ref_lse[fin]).abs().max() < 1e-4
+
+
+def test_plan_caching(fake_flashinfer):
+    q, cache, kw, idx, tl = _problem("auto", 576, T=4, H=2, topk=16, slots=50)
+    _run(q, cache, "auto", idx, tl, kw)
+    (w,) = fake_flashinfer.instances
+    assert w.plans == 1
+    # Same valid counts, other slots (a permutation of each row): no re-plan, new results.
+    idx2 = idx.flip(1)
+    tl2 = torch.full_like(tl, 16)
+    _run(q, cache, "auto", idx, tl2, kw)
+    plans = w.plans
+    out, _, ref, _ = _run(q, cache, "auto", idx2, tl2, kw)
+    assert w.plans == plans and rel_err(out, ref) < 1e-2
+    # Other counts: re-plan on the same wrapper; more tokens than its capacity: a new wrapper.
+    _run(q, cache, "auto", idx, torch.full_like(tl, 3), kw)
+    assert w.plans == plans + 1 and len(fake_flashinfer.instances) == 1
+    q40, _, _, idx40, tl40 = _problem("auto", 576, T=40, H=2, topk=16, slots=50)
+    out, _, ref, _ = _run(q40, cache, "auto", idx40, tl40, kw)
+    assert len(fake_flashinfer.instances) == 2 and rel_err(out, ref) < 1e-2
+
+
+def test_run_flashinfer_sm120_mapping(fake_flashinfer):
+    T, H, topk, xtopk = 3, 4, 40, 24
+    gen = torch.Generator().manual_seed(1)
+    pages = sparsemla.quantize_kv(torch.randn(128, 512, generator=gen), "model1", page_size=64)
+    xpages = sparsemla.quantize_kv(torch.randn(64, 512, generator=gen), "model1", page_size=64)
+    q = torch.randn(T, H, 512, generator=gen).to(torch.bfloat16)
+    idx = torch.randint(0, 128, (T, topk), generator=gen, dtype=torch.int32)
+    xidx = torch.randint(0, 64, (T, xtopk), generator=gen, dtype=torch.int32)
+    idx[2], xidx[2] = -1, -1
+    tl = torch.tensor([topk, 5, topk], dtype=torch.int32)
+    sink = torch.tensor([0.5, -1.0, float("-inf"), 2.0])
+    view = describe_cache(pages, "model1", 512, 512, page_size=64)
+    xview = describe_cache(xpages, "model1", 512, 512, page_size=64)
+    spec = KernelSpec(kv_format="model1", d_qk=512, num_heads=H, topk=topk, page_size=64, arch="sm120",
+                      has_sink=True, extra_topk=xtopk, extra_page_size=64)
+    out = torch.empty(T, H, 512, dtype=torch.bfloat16)
+    fb.run_flashinfer(spec, q, view, idx, 0.05, out, None, topk_length=tl, attn_sink=sink, extra_view=xview,
+                      extra_indices=xidx)
+    ref = sparsemla.sparse_mla(q, pages, idx, sm_scale=0.05, kv_format="model1", d_v=512, page_size=64,
+                               topk_length=tl, attn_sink=sink, extra_kv_cache=xpages, extra_indices=xidx,
+                               extra_page_size=64, backend="torch")
+    assert rel_err(out, ref) < 1e-2 and (out[2] == 0).all()
+
+
+def test_run_flashinfer_errors(fake_flashinfer, monkeypatch):
+    q, cache, kw, idx, tl = _problem("auto", 576, T=2, H=2, topk=8, slots=16)
+    view = describe_cache(cache, "auto", 576, 512)
+    spec = KernelSpec(num_heads=2, topk=8, has_sink=True)
+    with pytest.raises(ValueError, match="backend='flashinfer' cannot run .*attn_sink"):
+        fb.run_flashinfer(spec, q, view, idx, 0.1, torch.empty(2, 2, 512, dtype=torch.bfloat16), None)
+    monkeypatch.delitem(sys.modules, "flashinfer")
+    monkeypatch.setitem(sys.modules, "flashinfer", None)  # import flashinfer -> ImportError
+    with pytest.raises(ImportError, match="flashinfer package, which is not installed"):
+        fb.run_flashinfer(KernelSpec(num_heads=2, topk=8), q, view, idx, 0.1,
+                          torch.empty(2, 2, 512, dtype=torch.bfloat16), None)
+
+
+# --------------------------------------------------------------------------------------------
+# Backend choice in sparse_mla
+# --------------------------------------------------------------------------------------------
+
+class _Called(Exception):
+    pass
+
+
+def _small():
+    q = torch.randn(2, 3, 576)
+    kv = torch.randn(20, 576)
+    idx = torch.randint(0, 20, (2, 8), dtype=torch.int32)
+    return q, kv, idx
+
+
+def test_env_forces_backend(monkeypatch):
+    q, kv, idx = _small()
+
+    def spy(*a, **k):
+        raise _Called
+
+    monkeypatch.setattr(triton_backend, "run_triton", spy)
+    monkeypatch.setenv("SPARSEMLA_BACKEND", "triton")
+    with pytest.raises(_Called):
+        sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1)  # auto on the CPU would be the reference
+    sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1, backend="torch")  # an explicit backend wins
+    monkeypatch.setenv("SPARSEMLA_BACKEND", "torch")
+    ref = sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1)
+    monkeypatch.setenv("SPARSEMLA_BACKEND", "auto")
+    assert torch.equal(sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1), ref)
+    monkeypatch.setenv("SPARSEMLA_BACKEND", "cuda")
+    with pytest.raises(ValueError, match="SPARSEMLA_BACKEND='cuda': expected one of"):
+        sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1)
+    monkeypatch.setenv("SPARSEMLA_BACKEND", "flashinfer")
+    with pytest.raises(ValueError, match="backend='flashinfer' needs CUDA tensors"):
+        sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1)
+
+
+def test_backend_argument_errors():
+    q, kv, idx = _small()
+    with pytest.raises(ValueError, match="backend='fa3': expected one of .*'flashinfer'"):
+        sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1, backend="fa3")
+    with pytest.raises(ValueError, match="backend='flashinfer' needs CUDA tensors"):
+        sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1, backend="flashinfer")
+
+
+def test_auto_backend_follows_tuned_table(monkeypatch):
+    spec = KernelSpec(num_heads=16, topk=256)
+    dev = torch.device("cpu")
+    entry = {}
+    monkeypatch.setattr(dispatch, "lookup", lambda s, T, d: entry.get("e"), raising=False)
+    monkeypatch.setattr(fb, "available", lambda: True)
+    assert api._auto_backend(spec, 4, dev, None) == "triton"  # no entry
+    entry["e"] = {"backend": "flashinfer"}
+    assert api._auto_backend(spec, 4, dev, None) == "flashinfer"
+    entry["e"] = TunedEntry(Config(), 1, backend="flashinfer")  # what dispatch.lookup returns
+    assert api._auto_backend(spec, 4, dev, None) == "flashinfer"
+    assert api._auto_backend(KernelSpec(num_heads=16, topk=256, has_sink=True), 4, dev, None) == "triton"
+    monkeypatch.setattr(fb, "available", lambda: False)
+    assert api._auto_backend(spec, 4, dev, None) == "triton"
+    monkeypatch.setattr(fb, "available", lambda: True)
+    entry["e"] = {"backend": "triton"}
+    assert api._auto_backend(spec, 4, dev, None) == "triton"
+    monkeypatch.delattr(dispatch, "lookup")
+    assert api._auto_backend(spec, 4, dev, None) == "triton"
+
+
+def test_info(capsys):
+    from sparsemla.runtime.info import info_main
+    assert info_main([]) == 0
+    text = capsys.readouterr().out
+    assert "no GPU" in text and "arch: sm" in text and "triton " in text
+    assert ("flashinfer not installed" in text) != fb.available()
+    assert "tuned table:" in text

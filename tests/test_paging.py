@@ -1,0 +1,304 @@
+"""Page and index kernels (convert_indices, pack_valid_prefix, page_split) under Triton's
+interpreter, against the PyTorch references and against independent per-element checks."""
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import sparsemla  # noqa: E402
+from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes  # noqa: E402
+from sparsemla.gen.paging import ConvertIndicesSpec, PackValidPrefixSpec, PagingConfig, PageSplitSpec  # noqa: E402
+from sparsemla.runtime import paging  # noqa: E402
+from sparsemla.runtime.paging import (convert_indices_reference, pack_valid_prefix_reference,  # noqa: E402
+                                      page_split_reference)
+
+DATA, SCALE = M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES
+SENTINEL = 0xA5
+
+
+def _ints(gen, lo, hi, shape):
+    return torch.randint(lo, hi, shape, generator=gen, dtype=torch.int32)
+
+
+def _convert_loop(req, table, local, page_size, stride, compact):
+    """Element by element, straight from the definition."""
+    T, K = local.shape
+    R, MB = table.shape
+    out = torch.full((T, K), -1, dtype=torch.int32)
+    counts = torch.zeros(T, dtype=torch.int32)
+    for t in range(T):
+        vals = []
+        for k in range(K):
+            pos, r = int(local[t, k]), int(req[t])
+            v = -1
+            if pos >= 0 and 0 <= r < R and pos // page_size < MB:
+                blk = int(table[r, pos // page_size])
+                if blk >= 0:
+                    v = blk * stride + pos % page_size
+            vals.append(v)
+        if compact:
+            valid = [v for v in vals if v >= 0]
+            counts[t] = len(valid)
+            vals = valid + [-1] * (K - len(valid))
+        out[t] = torch.tensor(vals, dtype=torch.int32)
+    return (out, counts) if compact else out
+
+
+def _random_convert_problem(gen, T, K, R, MB, page_size):
+    req = _ints(gen, 0, R, (T,))
+    req[0] = R  # a request id past the table: the whole row is -1
+    table = _ints(gen, 0, 10_000, (R, MB))
+    table[table % 7 == 0] = -1  # unassigned blocks
+    local = _ints(gen, -1, MB * page_size + 3 * page_size, (T, K))  # some blocks past the table
+    local[1] = -1  # an all-invalid row
+    return req, table, local
+
+
+@pytest.mark.parametrize("page_size,compact,stride", [(1, False, None), (16, True, None), (64, False, 80),
+                                                      (64, True, 96), (128, True, None)])
+def test_convert_indices_matches_definition(page_size, compact, stride):
+    gen = torch.Generator().manual_seed(1000 + page_size + compact)
+    T, K, R, MB = 6, 200, 3, 5
+    req, table, local = _random_convert_problem(gen, T, K, R, MB, page_size)
+    got = sparsemla.convert_indices(req, table, local, page_size=page_size, block_stride_rows=stride,
+                                    return_valid_counts=compact)
+    want = _convert_loop(req, table, local, page_size, stride or page_size, compact)
+    ref = convert_indices_reference(req, table, local, page_size=page_size, block_stride_rows=stride,
+                                    return_valid_counts=compact)
+    for g, w, r in zip(*(x if compact else (x,) for x in (got, want, ref))):
+        assert g.dtype == torch.int32
+        assert torch.equal(g, w)
+        assert torch.equal(r, w)
+    if compact:
+        assert got[1][0] == 0 and got[1][1] == 0  # request past the table, all -1 row
+        assert (got[0][1] == -1).all()
+
+
+def test_convert_indices_cases_by_hand():
+    table = torch.tensor([[5, -1, 7], [2, 3, 4]], dtype=torch.int32)
+    req = torch.tensor([0, 1, 1, 0], dtype=torch.int32)
+    local = torch.tensor([[0, 5, 4, 9, 12, -1],    # 4..7: block id -1; 12: block 3 past the table
+                          [11, -1, 0, 8, 3, 4],
+                          [-1, -1, -1, -1, -1, -1],
+                          [10, 1, -1, 13, 8, 2]], dtype=torch.int32)
+    got, n = sparsemla.convert_indices(req, table, local, page_size=4, return_valid_counts=True)
+    assert got.tolist() == [[20, 29, -1, -1, -1, -1],
+                            [19, 8, 16, 11, 12, -1],
+                            [-1] * 6,
+                            [30, 21, 28, 22, -1, -1]]
+    assert n.tolist() == [2, 5, 0, 4]
+    plain = sparsemla.convert_indices(req, table, local, page_size=4, block_stride_rows=10)
+    assert plain[0].tolist() == [50, -1, -1, 71, -1, -1]
+    assert plain[1].tolist() == [43, -1, 20, 40, 23, 30]
+
+
+def test_convert_indices_non_contiguous_and_chunked():
+    gen = torch.Generator().manual_seed(7)
+    T, K, R, MB, ps = 4, 300, 2, 6, 16
+    req, table, local = _random_convert_problem(gen, T, K, R, MB, ps)
+    local_nc = local.t().contiguous().t()  # column-major view
+    table_nc = torch.stack([table, -table], 2)[:, :, 0]  # strided columns
+    assert not local_nc.is_contiguous() and not table_nc.is_contiguous()
+    for compact in (False, True):
+        got = paging.convert_indices(req, table_nc, local_nc, page_size=ps, return_valid_counts=compact,
+                                     config=PagingConfig(block=64, num_warps=2))  # several chunks per row
+        want = _convert_loop(req, table, local, ps, ps, compact)
+        for g, w in zip(*(x if compact else (x,) for x in (got, want))):
+            assert torch.equal(g, w)
+
+
+def test_pack_valid_prefix_uneven_lengths():
+    gen = torch.Generator().manual_seed(11)
+    T, W = 7, 150
+    slots = _ints(gen, -1, 5000, (T, W))
+    lens = torch.tensor([0, 1, 149, 150, 170, 37, 0])  # 170 > W: only W entries are written
+    indptr = torch.zeros(T + 1, dtype=torch.int32)
+    indptr[1:] = torch.cumsum(lens, 0)
+    got = sparsemla.pack_valid_prefix(slots, indptr)
+    assert got.shape == (int(lens.sum()),) and got.dtype == torch.int32
+    want = torch.zeros(int(lens.sum()), dtype=torch.int32)
+    for t in range(T):
+        n = min(int(lens[t]), W)
+        want[int(indptr[t]):int(indptr[t]) + n] = slots[t, :n].clamp(min=0)
+    assert torch.equal(got, want)
+    assert torch.equal(pack_valid_prefix_reference(slots, indptr), want)
+    # Preallocated: entries no row writes keep their bytes, stores past the end are dropped.
+    out = torch.full((int(lens.sum()) - 10,), -7, dtype=torch.int32)
+    paging.pack_valid_prefix(slots, indptr, out=out, config=PagingConfig(block=64, num_warps=2))
+    keep = torch.ones(out.numel(), dtype=torch.bool)
+    keep[int(indptr[4]) + W:int(indptr[5])] = False  # the row of 170 writes only its first W
+    assert torch.equal(out[keep], want[:out.numel()][keep])
+    assert (out[~keep] == -7).all()
+    # Non-contiguous slots.
+    slots_nc = slots.t().contiguous().t()
+    assert torch.equal(sparsemla.pack_valid_prefix(slots_nc, indptr), want)
+
+
+def _pool(gen, n_pages, page_size):
+    return torch.randint(0, 256, (n_pages, model1_page_bytes(page_size)), generator=gen, dtype=torch.uint8)
+
+
+def _check_split_tokens(src, dst, P, tokens, D=64):
+    """Token s's data and scale rows are in destination page s // D at offset s % D."""
+    for s in tokens:
+        sp, so, dp, do = s // P, s % P, s // D, s % D
+        assert torch.equal(dst[dp, do * DATA:(do + 1) * DATA], src[sp, so * DATA:(so + 1) * DATA]), s
+        a = D * DATA + do * SCALE
+        b = P * DATA + so * SCALE
+        assert torch.equal(dst[dp, a:a + SCALE], src[sp, b:b + SCALE]), s
+
+
+@pytest.mark.parametrize("P", [128, 256, 512])
+def test_page_split_all_pages(P):
+    gen = torch.Generator().manual_seed(P)
+    N = 3
+    src = _pool(gen, N, P)
+    out = torch.full((N * P // 64, model1_page_bytes(64)), SENTINEL, dtype=torch.uint8)
+    got = sparsemla.page_split(src, src_page_size=P, out=out)
+    assert got is out
+    _check_split_tokens(src, got, P, range(0, N * P, 7))
+    pad = 64 * (DATA + SCALE)
+    assert (got[:, pad:] == SENTINEL).all()  # padding is never written
+    want = page_split_reference(src, src_page_size=P, out=torch.full_like(out, SENTINEL))
+    assert torch.equal(got, want)
+
+
+def test_page_split_identity():
+    src = _pool(torch.Generator().manual_seed(1), 2, 64)
+    assert sparsemla.page_split(src, src_page_size=64) is src
+    assert sparsemla.page_split(src, src_page_size=64, dst_page_size=64, touched_indices=src[:1, :1].int()) is src
+
+
+@pytest.mark.parametrize("P,dtype", [(256, torch.int32), (512, torch.int64)])
+def test_page_split_touched_pages_only(P, dtype):
+    gen = torch.Generator().manual_seed(P + 5)
+    N, D = 5, 64
+    src = _pool(gen, N, P)
+    touched_pages = [1, 3]
+    tok = torch.tensor([[1 * P + 3, -1, 3 * P + P - 1], [-1, -1, 1 * P + 200 % P]], dtype=dtype)
+    tok = torch.cat([tok, torch.tensor([[N * P + 5, -1, -7]], dtype=dtype)])  # past the pool / negative: ignored
+    out = torch.full((N * P // D, model1_page_bytes(D)), SENTINEL, dtype=torch.uint8)
+    got = sparsemla.page_split(src, src_page_size=P, touched_indices=tok.t(), out=out)  # any shape, strided
+    full = page_split_reference(src, src_page_size=P, out=torch.full_like(out, SENTINEL))
+    ratio = P // D
+    for n in range(N):
+        rows = slice(n * ratio, (n + 1) * ratio)
+        if n in touched_pages:
+            assert torch.equal(got[rows], full[rows]), n
+        else:
+            assert (got[rows] == SENTINEL).all(), n
+    ref = page_split_reference(src, src_page_size=P, touched_indices=tok, out=torch.full_like(out, SENTINEL))
+    assert torch.equal(got, ref)
+    # No valid token: nothing is written.
+    none = torch.full_like(out, SENTINEL)
+    sparsemla.page_split(src, src_page_size=P, touched_indices=torch.full((4,), -1, dtype=dtype), out=none)
+    assert (none == SENTINEL).all()
+
+
+def test_page_split_persistent_buffer():
+    gen = torch.Generator().manual_seed(21)
+    P, N = 256, 4
+    src = _pool(gen, N, P)
+    first = sparsemla.page_split(src, src_page_size=P, buffer_tag="t-main",
+                                 touched_indices=torch.tensor([0], dtype=torch.int32))
+    # The call that allocates the buffer converts every page, touched or not.
+    assert torch.equal(first, page_split_reference(src, src_page_size=P))
+    old = first.clone()
+    src2 = _pool(gen, N, P)
+    again = sparsemla.page_split(src2, src_page_size=P, buffer_tag="t-main",
+                                 touched_indices=torch.tensor([2 * P + 1, -1], dtype=torch.int32))
+    assert again is first  # reused, not reallocated
+    new = page_split_reference(src2, src_page_size=P)
+    assert torch.equal(again[8:12], new[8:12])  # source page 2 -> destination pages 8..11
+    assert torch.equal(again[:8], old[:8]) and torch.equal(again[12:], old[12:])
+    other = sparsemla.page_split(src, src_page_size=P, buffer_tag="t-extra")
+    assert other.data_ptr() != again.data_ptr()
+    assert torch.equal(other, page_split_reference(src, src_page_size=P))
+
+
+def test_cpu_fallback_without_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    gen = torch.Generator().manual_seed(3)
+    req, table, local = _random_convert_problem(gen, 3, 40, 2, 4, 16)
+    assert torch.equal(sparsemla.convert_indices(req, table, local, page_size=16),
+                       _convert_loop(req, table, local, 16, 16, False))
+    src = _pool(gen, 2, 128)
+    assert torch.equal(sparsemla.page_split(src, src_page_size=128, out=torch.zeros(4, model1_page_bytes(64),
+                                                                                     dtype=torch.uint8)),
+                       page_split_reference(src, src_page_size=128))
+
+
+def test_bad_inputs():
+    i32 = torch.zeros(4, 8, dtype=torch.int32)
+    req, table = torch.zeros(4, dtype=torch.int32), torch.zeros(2, 3, dtype=torch.int32)
+    with pytest.raises(ValueError, match="local_indices: dtype torch.int64"):
+        sparsemla.convert_indices(req, table, i32.long(), page_size=16)
+    with pytest.raises(ValueError, match=r"req_id_per_token: shape \(3,\), expected \(4,\)"):
+        sparsemla.convert_indices(req[:3], table, i32, page_size=16)
+    with pytest.raises(ValueError, match="block_table: on meta"):
+        sparsemla.convert_indices(req, table.to("meta"), i32, page_size=16)
+    with pytest.raises(ValueError, match="page_size=0"):
+        sparsemla.convert_indices(req, table, i32, page_size=0)
+    with pytest.raises(ValueError, match="block_stride_rows=-4"):
+        sparsemla.convert_indices(req, table, i32, page_size=16, block_stride_rows=-4)
+    with pytest.raises(ValueError, match=r"indptr: shape \(4,\), expected \(5,\)"):
+        sparsemla.pack_valid_prefix(i32, torch.zeros(4, dtype=torch.int32))
+    with pytest.raises(ValueError, match="out: dtype torch.int64"):
+        sparsemla.pack_valid_prefix(i32, torch.zeros(5, dtype=torch.int32), out=torch.zeros(3, dtype=torch.int64))
+    src = torch.zeros(2, model1_page_bytes(256), dtype=torch.uint8)
+    with pytest.raises(ValueError, match=r"src_pages: dtype torch.float16"):
+        sparsemla.page_split(src.half(), src_page_size=256)
+    with pytest.raises(ValueError, match=rf"src_pages: shape \(2, {model1_page_bytes(128)}\).*\[num_pages, "
+                                         rf"{model1_page_bytes(256)}\] for src_page_size=256"):
+        sparsemla.page_split(src[:, :model1_page_bytes(128)], src_page_size=256)
+    with pytest.raises(ValueError, match="src_page_size=96: expected a multiple of dst_page_size=64"):
+        sparsemla.page_split(src, src_page_size=96)
+    with pytest.raises(ValueError, match=r"out: shape \(4, 37440\), expected contiguous \(8, 37440\)"):
+        sparsemla.page_split(src, src_page_size=256, out=torch.zeros(4, 37440, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="touched_indices: dtype torch.float32"):
+        sparsemla.page_split(src, src_page_size=256, touched_indices=torch.zeros(3))
+
+
+def test_spec_validation():
+    with pytest.raises(ValueError, match=r"ConvertIndicesSpec.page_size=0"):
+        ConvertIndicesSpec(0, 2048)
+    with pytest.raises(ValueError, match=r"PackValidPrefixSpec.arch='sm80'"):
+        PackValidPrefixSpec(2048, "sm80")
+    with pytest.raises(ValueError, match=r"PageSplitSpec.src_page_size=100: expected a multiple"):
+        PageSplitSpec(100, 64)
+    spec = PageSplitSpec(256, 64, "sm120")
+    assert spec.key == "page_split-sm120-model1-p256-to64" and spec.module_name.isidentifier()
+    with pytest.raises(ValueError, match=r"PagingConfig.block=100 for page_split-sm120"):
+        PagingConfig(100, 4).check(spec)
+    assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
+
+
+_COMPILE_SCRIPT = """
+import json
+from sparsemla.gen.paging import ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec, compile_paging
+from sparsemla.gen.spec import ARCHS
+res = {}
+for spec in (ConvertIndicesSpec(64, 2048), PackValidPrefixSpec(2048), PageSplitSpec(256, 64), PageSplitSpec(512, 64)):
+    for arch in ("sm90", "sm120", "sm121"):
+        shared = compile_paging(spec, arch)
+        res[spec.key + "@" + arch] = max(shared.values()) <= ARCHS[arch].smem_bytes
+print(json.dumps(res))
+"""
+
+
+def test_templates_compile_for_gpu_targets(tmp_path):
+    # A separate process without the interpreter: in a process that imported triton.language under
+    # TRITON_INTERPRET=1, the reduction helpers (tl.sum, tl.cumsum) are interpreter functions and
+    # cannot be compiled.
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    res = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    fits = json.loads(res.stdout.strip().splitlines()[-1])
+    assert len(fits) == 12 and all(fits.values()), fits
