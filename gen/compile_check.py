@@ -7,11 +7,13 @@ variant builds for sm_90a, sm_120 and sm_121 within its shared-memory limit.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from .render import load_compilable_module
 from .spec import ARCHS, Config, KernelSpec
@@ -72,8 +74,8 @@ def _ptxas_resources(ptx: str, arch_name: str) -> tuple[int, int]:
         ptxas = get_ptxas().path
     except TypeError:  # older signature
         ptxas = get_ptxas(ARCHS[arch_name].cc).path
-    cc = ARCHS[arch_name].cc
-    gpu = f"sm_{cc}a" if cc == 90 else f"sm_{cc}"
+    target = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)  # e.g. sm_90a, sm_120a
+    gpu = target.group(1) if target else f"sm_{ARCHS[arch_name].cc}"
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "k.ptx")
         with open(src, "w") as f:
@@ -86,9 +88,32 @@ def _ptxas_resources(ptx: str, arch_name: str) -> tuple[int, int]:
     return (int(regs.group(1)) if regs else -1, sum(int(s) for s in spills))
 
 
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def compile_many(jobs, kernel: str = "sparse_mla_fwd") -> list[CompileReport]:
+    """``compile_for_arch`` for each (spec, config, arch). In a process that runs Triton's
+    interpreter, tl.* helpers were bound to it at import, so the compiles run in one child
+    process with the interpreter off."""
+    jobs = list(jobs)
+    if not _interpreting():
+        return [compile_for_arch(s, c, a, kernel) for s, c, a in jobs]
+    payload = json.dumps([dict(spec=s.key, config=c.to_dict(), arch=a, kernel=kernel) for s, c, a in jobs])
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    res = subprocess.run([sys.executable, "-m", "sparsemla.gen.compile_check"], input=payload, env=env,
+                         capture_output=True, text=True, timeout=1800)
+    if res.returncode != 0:
+        raise RuntimeError(f"compile-check child process failed: {res.stderr[-2000:]}")
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    return [CompileReport(**{**r, "config": Config(**r["config"])}) for r in out]
+
+
 def compile_for_arch(spec: KernelSpec, config: Config, arch: str | None = None,
                      kernel: str = "sparse_mla_fwd") -> CompileReport:
     """Compile ``kernel`` of ``spec``'s module with ``config`` for ``arch`` (default spec.arch)."""
+    if _interpreting():
+        return compile_many([(spec, config, arch or spec.arch)], kernel)[0]
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -109,3 +134,10 @@ def compile_for_arch(spec: KernelSpec, config: Config, arch: str | None = None,
         return CompileReport(spec.key, config, arch, True, shared, regs, spills)
     except Exception as e:  # a config that does not build is a result, not a crash
         return CompileReport(spec.key, config, arch, False, error=f"{type(e).__name__}: {e}")
+
+
+if __name__ == "__main__":  # the child side of compile_many: JSON jobs on stdin, reports on stdout
+    jobs = json.loads(sys.stdin.read())
+    reports = [compile_for_arch(KernelSpec.from_key(j["spec"]), Config(**j["config"]), j["arch"], j["kernel"])
+               for j in jobs]
+    print(json.dumps([{**asdict(r), "config": r.config.to_dict()} for r in reports]))

@@ -1,0 +1,46 @@
+"""Every shipped attention variant compiles for its arch (sm_90a, sm_120, sm_121) on this CPU
+machine, fits the arch's shared memory, and its spills are reported."""
+import pytest
+
+from sparsemla.gen.compile_check import compile_many
+from sparsemla.gen.spec import ARCHS, KernelSpec, default_config
+
+FORMATS = [("auto", 576, 1), ("auto", 512, 1), ("fp8_e4m3", 576, 1), ("fp8_ds_mla", 576, 64),
+           ("model1", 512, 64)]
+
+
+def _jobs():
+    jobs = []
+    for arch in ARCHS:
+        for fmt, d_qk, page in FORMATS:
+            for heads, tokens in ((128, 1), (16, 4096)):  # split-K decode and direct-write prefill
+                spec = KernelSpec(kv_format=fmt, d_qk=d_qk, page_size=page, num_heads=heads, arch=arch)
+                jobs.append((spec, default_config(spec, tokens), arch))
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return compile_many(_jobs())
+
+
+def test_every_default_variant_compiles_and_fits(reports):
+    assert len(reports) == len(ARCHS) * len(FORMATS) * 2
+    for r in reports:
+        assert r.ok, r.line()
+        assert r.fits, r.line()
+        assert r.shared_bytes > 0 and r.registers > 0
+
+
+def test_features_compile_for_sm120():
+    spec = KernelSpec(kv_format="model1", d_qk=512, page_size=64, has_sink=True, return_lse=True,
+                      extra_topk=128, extra_page_size=256, arch="sm120")
+    (r,) = compile_many([(spec, default_config(spec, 1), "sm120")])
+    assert r.ok and r.fits, r.line()
+
+
+def test_a_config_over_the_shared_memory_limit_is_reported():
+    from sparsemla.gen.spec import Config
+    spec = KernelSpec(arch="sm121")
+    (r,) = compile_many([(spec, Config(64, 128, 1, 8, 3), "sm121")])
+    assert not r.fits, r.line()
