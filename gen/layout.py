@@ -11,6 +11,7 @@ row, in which element type, with which scale, and whether it also is part of V (
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 FORMATS = ("auto", "fp8_e4m3", "fp8_ds_mla", "model1")
 
@@ -86,6 +87,7 @@ def _is_pow2(x: int) -> bool:
     return x > 0 and x & (x - 1) == 0
 
 
+@lru_cache(maxsize=None)  # called on every sparse_mla call: keep it off the hot path
 def format_layout(kv_format: str, d_qk: int, d_v: int) -> FormatLayout:
     """The layout of ``kv_format`` for these head dims; ValueError names what does not fit."""
     if kv_format not in FORMATS:

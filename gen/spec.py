@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
 
 from .layout import FORMATS, format_layout
 
@@ -189,6 +190,7 @@ def next_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
+@lru_cache(maxsize=4096)
 def default_config(spec: KernelSpec, num_tokens: int, num_sms: int | None = None) -> Config:
     """The arch's untuned choice for ``num_tokens`` query tokens.
 
