@@ -96,7 +96,7 @@ def _check_index_range(name, idx, num_slots):
 def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, topk_length=None,
                out=None, return_lse=False, backend="auto", kv_scale=None, page_size=None,
                attn_sink=None, extra_kv_cache=None, extra_indices=None, extra_topk_length=None,
-               extra_page_size=None, config: Config | None = None, compute_dtype=None,
+               extra_page_size=None, extra_kv_scale=None, config: Config | None = None, compute_dtype=None,
                check_indices=None):
     """Sparse MLA attention: each query token attends to its own selected KV slots.
 
@@ -146,7 +146,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         raise ValueError("extra_topk_length: given without extra_kv_cache")
     if extra_kv_cache is not None:
         xview = describe_cache(extra_kv_cache, kv_format, d_qk, d_v, name="extra_kv_cache",
-                               page_size=extra_page_size, kv_scale=kv_scale, q_dtype=q.dtype)
+                               page_size=extra_page_size, kv_scale=extra_kv_scale, q_dtype=q.dtype)
         if extra_kv_cache.device != dev:
             raise ValueError(f"extra_kv_cache: on {extra_kv_cache.device}, expected q's device {dev}")
         if not isinstance(extra_indices, torch.Tensor) or extra_indices.ndim != 2:

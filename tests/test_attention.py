@@ -78,7 +78,8 @@ def test_sinks_including_infinite(splits):
     assert (out[:, 0] == 0).all()  # a +inf sink takes all the weight
 
 
-@pytest.mark.parametrize("kv_format,d_qk,page,x_page", [("model1", 512, 64, 256), ("auto", 576, None, None)])
+@pytest.mark.parametrize("kv_format,d_qk,page,x_page", [("model1", 512, 64, 256), ("auto", 576, None, None),
+                                                        ("fp8_e4m3", 576, None, None)])
 def test_extra_cache(kv_format, d_qk, page, x_page):
     gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
     T, H, topk, xtopk = 3, 16, 32, 24
@@ -94,6 +95,8 @@ def test_extra_cache(kv_format, d_qk, page, x_page):
     q = torch.randn(T, H, d_qk, generator=gen).half()
     if kv_format == "model1":
         kw["extra_page_size"] = x_page
+    if "kv_scale" in xkw:  # each fp8 cache has its own per-tensor scale
+        kw["extra_kv_scale"] = xkw["kv_scale"]
     for splits in (1, 2):
         out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, kv_format=kv_format, extra_kv_cache=xcache,
                                         extra_indices=xidx, extra_topk_length=xlen, return_lse=True,

@@ -1,0 +1,204 @@
+"""The tuner's search space per spec and arch, and the compile-time constraint on it.
+
+Every candidate is compiled for its target with ``compile_for_arch`` before any GPU time:
+a config that does not build, needs more shared memory than the arch has, or spills more
+than ``max_spill`` bytes is rejected with a reason. Compile results are cached per
+(spec key, config, arch) in memory and in a small JSON file under the user cache dir, one
+file per (template hash, Triton version), so a changed template never reuses a stale result.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Callable
+
+from .render import atomic_write, cache_dir, template_hash
+from .spec import ARCHS, Config, KernelSpec, default_config, next_pow2
+
+log = logging.getLogger("sparsemla")
+PARAMS = ("block_h", "block_n", "num_splits", "num_warps", "num_stages")
+
+
+def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[int]]:
+    """Categorical choices per Config field, in Config field order.
+
+    block_h stops at the first power of two covering the heads (a bigger M tile only adds
+    padding); num_splits stops where a split would get less than the smallest KV tile.
+    The arch's default config is always inside the space.
+    """
+    a = ARCHS[arch or spec.arch]
+    total = spec.topk + spec.extra_topk
+    space = {
+        "block_h": [b for b in (16, 32, 64, 128) if b <= max(16, next_pow2(spec.num_heads))],
+        "block_n": [b for b in (16, 32, 64, 128, 256) if b <= max(16, next_pow2(total))],
+        "num_splits": [s for s in (1, 2, 4, 8, 16, 32, 64) if s == 1 or total // s >= 16],
+        "num_warps": list(a.warps) + ([16] if a.name == "sm90" else []),
+        "num_stages": list(range(1, a.max_stages + 1)),
+    }
+    for T in (1, 4096):  # the default changes with T only through num_splits
+        for k, v in default_config(replace(spec, arch=a.name), T).to_dict().items():
+            if v not in space[k]:
+                space[k] = sorted(space[k] + [v])
+    return space
+
+
+def space_size(space: dict) -> int:
+    n = 1
+    for v in space.values():
+        n *= len(v)
+    return n
+
+
+def all_configs(space: dict) -> list[Config]:
+    return [Config(*vals) for vals in itertools.product(*(space[p] for p in PARAMS))]
+
+
+def static_reason(spec: KernelSpec, config: Config) -> str:
+    """Why ``config`` cannot work for ``spec`` without compiling it ('' if it may)."""
+    try:
+        config.check(spec)
+    except ValueError as e:
+        return str(e)
+    total = spec.topk + spec.extra_topk
+    if config.num_splits > 1 and total // config.num_splits < config.block_n:
+        return f"num_splits={config.num_splits} leaves fewer than block_n={config.block_n} slots per split"
+    return ""
+
+
+def _key(spec: KernelSpec, config: Config, arch: str) -> str:
+    c = config
+    return f"{arch}|{spec.key}|{c.block_h},{c.block_n},{c.num_splits},{c.num_warps},{c.num_stages}"
+
+
+def compile_cache_path() -> Path:
+    import triton
+    return cache_dir().parent / "compile" / f"{template_hash('sparse_mla.py.jinja')}-triton{triton.__version__}.json"
+
+
+def _compiler_init():
+    # Triton reads TRITON_INTERPRET while compiling too (constexpr functions such as tl.cdiv),
+    # and a compile changes state the interpreter then trips on: compile in a process of its own.
+    os.environ["TRITON_INTERPRET"] = "0"
+
+
+def _compile_one(args) -> dict:  # top level: runs in the compile process
+    from .compile_check import compile_for_arch
+    return _as_dict(compile_for_arch(*args))
+
+
+def _as_dict(r) -> dict:
+    return dict(ok=r.ok, shared_bytes=r.shared_bytes, registers=r.registers,
+                spill_bytes=r.spill_bytes, error=r.error[:500])
+
+
+class CompileConstraint:
+    """Accepts or rejects configs by their compile report; cached in memory and on disk.
+
+    ``compile_fn(spec, config, arch) -> CompileReport`` is injectable (tests use a fake);
+    by default ``compile_for_arch`` runs in spawned processes (a crash there rejects the
+    config). ``path=None`` keeps the cache in memory only.
+    """
+
+    def __init__(self, max_spill: int = 0, compile_fn: Callable | None = None,
+                 path: Path | str | None = "default"):
+        self.max_spill = max_spill
+        self.compile_fn = compile_fn
+        self.path = compile_cache_path() if path == "default" else (Path(path) if path else None)
+        self._lock = threading.Lock()
+        self._reports: dict[str, dict] = self._read()
+        self._pool, self._pool_jobs = None, 0
+
+    def _read(self) -> dict:
+        if self.path is None or not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text())
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            return data
+        except (OSError, ValueError) as e:
+            log.warning("sparsemla: compile cache %s is unusable (%s); starting a new one", self.path, e)
+            return {}
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        merged = {**self._read(), **self._reports}  # keep what other processes added meanwhile
+        atomic_write(self.path, json.dumps(merged, sort_keys=True))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+        self._pool, self._pool_jobs = None, 0
+
+    def _compile(self, items: list, jobs: int = 1) -> list[dict]:
+        if self.compile_fn is not None:
+            return [_as_dict(self.compile_fn(*it)) for it in items]
+        if self._pool is None or self._pool_jobs < jobs:
+            self.close()
+            self._pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_compiler_init)
+            self._pool_jobs = jobs
+        futures = [self._pool.submit(_compile_one, it) for it in items]
+        out = []
+        for f in futures:
+            try:
+                out.append(f.result())
+            except BrokenProcessPool as e:  # the compiler died: reject, and start afresh next time
+                out.append(dict(ok=False, shared_bytes=0, registers=-1, spill_bytes=0,
+                                error=f"compiler process died: {e}"))
+        if any(not r["ok"] and r["error"].startswith("compiler process died") for r in out):
+            self.close()
+        return out
+
+    def report(self, spec: KernelSpec, config: Config, arch: str | None = None) -> dict:
+        arch = arch or spec.arch
+        key = _key(spec, config, arch)
+        with self._lock:
+            hit = self._reports.get(key)
+        if hit is not None:
+            return hit
+        rep = self._compile([(spec, config, arch)])[0]
+        with self._lock:
+            self._reports[key] = rep
+            self._save()
+        return rep
+
+    def precompile(self, spec: KernelSpec, configs, arch: str | None = None, jobs: int = 1) -> None:
+        """Fill the cache for ``configs``, ``jobs`` compiles at a time."""
+        arch = arch or spec.arch
+        todo = [c for c in configs if not static_reason(spec, c) and _key(spec, c, arch) not in self._reports]
+        if not todo:
+            return
+        reps = self._compile([(spec, c, arch) for c in todo], jobs)
+        with self._lock:
+            for c, rep in zip(todo, reps):
+                self._reports[_key(spec, c, arch)] = rep
+            self._save()
+
+    def reason(self, spec: KernelSpec, config: Config, arch: str | None = None,
+               max_spill: int | None = None) -> str:
+        """'' if ``config`` may run ``spec`` on ``arch``, else why not."""
+        arch = arch or spec.arch
+        why = static_reason(spec, config)
+        if why:
+            return why
+        rep = self.report(spec, config, arch)
+        limit = ARCHS[arch].smem_bytes
+        max_spill = self.max_spill if max_spill is None else max_spill
+        if not rep["ok"]:
+            return f"compile failed: {rep['error'].splitlines()[0] if rep['error'] else '?'}"
+        if rep["shared_bytes"] > limit:
+            return f"shared memory {rep['shared_bytes']} B > {limit} B on {arch}"
+        # registers == -1: ptxas gave no resource report, so spills are unknown (not rejected).
+        if rep["spill_bytes"] > max_spill:
+            return f"spills {rep['spill_bytes']} B > max_spill {max_spill} B ({rep['registers']} registers)"
+        return ""
+

@@ -1,0 +1,47 @@
+"""The benchmark suite of ../shared/anchors.md as specs and token buckets, shared by
+``sparsemla bench`` and ``sparsemla tune``.
+
+Decode: T in {1, 4, 16, 64, 128, 256} x H in {16, 32, 64, 128}; prefill: T = 4096 x H in
+{64, 128}; top-k 2048; six KV formats (below).
+"""
+from __future__ import annotations
+
+from .spec import KernelSpec
+
+TOPK = 2048
+DECODE_T = (1, 4, 16, 64, 128, 256)
+HEADS = (16, 32, 64, 128)
+PREFILL_T = 4096
+PREFILL_H = (64, 128)
+
+# row label -> (kv_format, d_qk, page_size)
+SUITE_FORMATS = {
+    "bf16": ("auto", 576, 1),
+    "bf16_nope": ("auto", 512, 1),
+    "fp8": ("fp8_e4m3", 576, 1),
+    "fp8_nope": ("fp8_e4m3", 512, 1),
+    "fp8_ds_mla": ("fp8_ds_mla", 576, 64),
+    "model1": ("model1", 512, 64),
+}
+
+
+def suite_spec(fmt: str, num_heads: int, arch: str) -> KernelSpec:
+    if fmt not in SUITE_FORMATS:
+        raise ValueError(f"format {fmt!r}: expected one of {tuple(SUITE_FORMATS)}")
+    kv_format, d_qk, page = SUITE_FORMATS[fmt]
+    return KernelSpec(kv_format=kv_format, d_qk=d_qk, d_v=512, num_heads=num_heads, topk=TOPK,
+                      page_size=page, arch=arch)
+
+
+def suite_specs(arch: str, formats=None, heads=None, tokens=None,
+                prefill: bool = True) -> list[tuple[KernelSpec, tuple[int, ...]]]:
+    """(spec, token buckets) for every suite row on ``arch``, optionally restricted."""
+    out = []
+    for fmt in formats or SUITE_FORMATS:
+        for H in heads or HEADS:
+            ts = [t for t in DECODE_T if tokens is None or t in tokens]
+            if prefill and H in PREFILL_H and (tokens is None or PREFILL_T in tokens):
+                ts.append(PREFILL_T)
+            if ts:
+                out.append((suite_spec(fmt, H, arch), tuple(ts)))
+    return out

@@ -1,0 +1,439 @@
+"""The offline tuner: one Optuna study per (GPU, spec, token bucket), run once per GPU model.
+
+Buckets: tuning measures T = 1, 2, 4, ..., 4096 query tokens (the suite uses a subset); a
+call with T tokens uses the config of the nearest tuned bucket not above T, else of the
+smallest one (``bucket_for``: T=3 -> 2, T=5000 -> 4096, and T=1 -> 4 if 4 is the smallest
+tuned bucket).
+
+A trial suggests a Config from ``search_space``; the compile constraint rejects it before
+any GPU time if it does not build, needs too much shared memory or spills more than
+``max_spill`` bytes (state PRUNED, user attr "rejected"); otherwise ``measure(spec, config,
+T) -> Measurement`` checks and times it. A wrong result, a crash or a hang is state FAIL
+(user attr "fail") and never a candidate. The arch's default config is enqueued first (and
+exempt from the spill bound), so the result is never worse than the default. A config seen
+before is not measured again ("duplicate_of"). The budget counts measured configs.
+
+Sampler: TPE (multivariate, constant liar, seeded) or an exhaustive grid. Storage: an Optuna
+journal file per GPU under the user cache dir by default, so an interrupted run resumes; an
+RDB URL with ``--storage``; ``--workers N`` runs N processes, one per visible GPU, on the
+same studies. Results go to ``tuned/<gpu>/sparse_mla.json`` (``gen.tuned_table``).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import optuna
+from optuna.trial import TrialState
+
+from .gpu_measure import Measurement, failed
+from .render import cache_dir, template_hash
+from .search_space import PARAMS, CompileConstraint, all_configs, search_space, space_size
+from .spec import ARCHS, Config, KernelSpec, default_config
+from .suite import SUITE_FORMATS, suite_specs
+from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, package_dir,
+                          software_provenance, today, user_dir, write_table)
+
+__all__ = ["BUCKETS", "bucket_for", "Measurement", "TuneSettings", "run_study", "best_trial",
+           "study_entry", "static_entries", "tune_main"]
+
+FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    trials: int | None = 48  # measured configs per study; None: until the space is exhausted
+    sampler: str = "tpe"  # or "grid"
+    seed: int = 0
+    max_spill: int = 0
+    timeout: float = 60.0  # seconds one measurement may take
+
+
+def study_name(spec: KernelSpec, bucket: int, gpu: str) -> str:
+    """GPU, spec key and bucket, plus the template and Triton they were measured with."""
+    import triton
+    tv = ".".join(triton.__version__.split(".")[:2])
+    return f"{gpu}/{spec.key}/T{bucket}/{template_hash(spec.template)[:8]}-triton{tv}"
+
+
+def default_journal(gpu: str) -> Path:
+    return cache_dir().parent / "tune" / f"{gpu}.journal"
+
+
+def open_storage(storage, gpu: str = "cpu"):
+    """An Optuna storage: an object as is, an RDB URL, or a journal file (default per GPU)."""
+    if storage is not None and not isinstance(storage, (str, Path)):
+        return storage
+    if storage and "://" in str(storage):
+        return str(storage)
+    try:
+        from optuna.storages.journal import JournalFileBackend
+    except ImportError:  # optuna < 4
+        from optuna.storages import JournalFileStorage as JournalFileBackend
+    path = Path(storage) if storage else default_journal(gpu)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+
+
+def make_sampler(kind: str, space: dict, seed: int):
+    if kind == "grid":
+        return optuna.samplers.GridSampler(space, seed=seed)
+    if kind == "tpe":
+        return optuna.samplers.TPESampler(multivariate=True, constant_liar=True, seed=seed)
+    raise ValueError(f"sampler={kind!r}: expected 'tpe' or 'grid'")
+
+
+def _params(t) -> tuple | None:
+    return tuple(t.params[p] for p in PARAMS) if all(p in t.params for p in PARAMS) else None
+
+
+def _is_measured(t) -> bool:
+    a = t.user_attrs
+    return t.state in (TrialState.COMPLETE, TrialState.FAIL) and ("time_us" in a or "fail" in a) \
+        and "duplicate_of" not in a
+
+
+def measured_trials(study) -> list:
+    return [t for t in study.get_trials(deepcopy=False) if _is_measured(t)]
+
+
+def best_trial(study):
+    """The fastest correct trial, or None."""
+    ok = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+          if t.value is not None and math.isfinite(t.value)]
+    return min(ok, key=lambda t: (t.value, t.number)) if ok else None
+
+
+class Objective:
+    def __init__(self, spec: KernelSpec, bucket: int, measure: Callable, constraint: CompileConstraint,
+                 space: dict):
+        self.spec, self.bucket, self.measure, self.constraint, self.space = spec, bucket, measure, constraint, space
+
+    def _seen(self, study, params: tuple, number: int):
+        """An earlier finished trial with the same config and a recorded outcome."""
+        for t in study.get_trials(deepcopy=False, states=FINISHED):
+            if t.number != number and _params(t) == params and (
+                    {"time_us", "fail", "rejected"} & set(t.user_attrs)):
+                return t
+        return None
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        cfg = Config(**{p: trial.suggest_categorical(p, self.space[p]) for p in PARAMS})
+        prev = self._seen(trial.study, _params(trial), trial.number)
+        if prev is not None:
+            trial.set_user_attr("duplicate_of", prev.number)
+            for k in ("rejected", "fail", "time_us"):
+                if k in prev.user_attrs:
+                    trial.set_user_attr(k, prev.user_attrs[k])
+            if prev.state == TrialState.PRUNED:
+                raise optuna.TrialPruned(prev.user_attrs["rejected"])
+            return prev.value if prev.state == TrialState.COMPLETE else math.nan
+        # The default is what runs untuned anyway: measure it even if it spills.
+        baseline = trial.user_attrs.get("baseline", False)
+        why = self.constraint.reason(self.spec, cfg, max_spill=(1 << 30) if baseline else None)
+        if why:
+            trial.set_user_attr("rejected", why)
+            raise optuna.TrialPruned(why)
+        try:
+            m = self.measure(self.spec, cfg, self.bucket)
+        except Exception as e:  # a measurer bug or a crash in-process: this config fails
+            m = failed(f"{type(e).__name__}: {e}")
+        if math.isfinite(m.error):
+            trial.set_user_attr("error", m.error)
+        if not m.ok or not math.isfinite(m.time_us) or m.time_us <= 0:
+            trial.set_user_attr("fail", m.reason or "not ok")
+            return math.nan  # Optuna records a NaN value as state FAIL
+        trial.set_user_attr("time_us", m.time_us)
+        if m.reason:
+            trial.set_user_attr("note", m.reason)
+        return m.time_us
+
+
+def _fmt_cfg(p: dict) -> str:
+    return f"h{p.get('block_h')} n{p.get('block_n')} s{p.get('num_splits')} w{p.get('num_warps')} st{p.get('num_stages')}"
+
+
+class Progress:
+    """One line per trial with the best so far; the stop rule lives here too."""
+
+    def __init__(self, label: str, settings: TuneSettings, n_space: int, out=sys.stderr):
+        self.label, self.settings, self.n_space, self.out = label, settings, n_space, out
+        self.cap = 10 * (settings.trials or n_space) + n_space  # against endless duplicates
+
+    def __call__(self, study, trial) -> None:
+        trials = study.get_trials(deepcopy=False)
+        n_meas = sum(_is_measured(t) for t in trials)
+        tried = {_params(t) for t in trials if t.state in FINISHED}
+        best = best_trial(study)
+        a = trial.user_attrs
+        what = (f"{trial.value:.2f} us" if trial.state == TrialState.COMPLETE
+                else a.get("rejected") or a.get("fail") or trial.state.name)
+        if "duplicate_of" in a:
+            what = f"= #{a['duplicate_of']}"
+        budget = self.settings.trials if self.settings.sampler == "tpe" else self.n_space
+        line = (f"[{self.label}] #{trial.number} {_fmt_cfg(trial.params)}: {what} | best "
+                f"{f'{best.value:.2f} us (#{best.number})' if best else '-'} | {n_meas}/{budget} measured")
+        if self.out is not None:
+            print(line[:240], file=self.out, flush=True)
+        done = self.settings.sampler == "tpe" and self.settings.trials is not None and n_meas >= self.settings.trials
+        if done or len(tried) >= self.n_space or len(trials) >= self.cap:
+            study.stop()
+
+
+def prepare_study(spec: KernelSpec, bucket: int, storage, gpu: str, settings: TuneSettings,
+                  worker: int = 0, stale_after: float | None = None):
+    """Create or load the study; enqueue the default first; fail trials left RUNNING by a
+    run that died (older than ``stale_after`` s, default 2 x timeout + 10 min)."""
+    space = search_space(spec)
+    study = optuna.create_study(study_name=study_name(spec, bucket, gpu), storage=storage,
+                                direction="minimize", load_if_exists=True,
+                                sampler=make_sampler(settings.sampler, space, settings.seed + worker))
+    trials = study.get_trials(deepcopy=False)
+    if not trials:
+        study.enqueue_trial(default_config(spec, bucket).to_dict(), user_attrs={"baseline": True})
+    stale = stale_after if stale_after is not None else 2 * settings.timeout + 600
+    now = datetime.datetime.now()
+    for t in trials:
+        if t.state == TrialState.RUNNING and t.datetime_start and (now - t.datetime_start).total_seconds() > stale:
+            # No heartbeat in journal storage: mark it so it neither blocks a grid nor counts.
+            study._storage.set_trial_user_attr(t._trial_id, "interrupted", True)
+            study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+    return study
+
+
+def run_study(spec: KernelSpec, bucket: int, measure: Callable, *, storage=None, gpu: str = "cpu",
+              settings: TuneSettings = TuneSettings(), constraint: CompileConstraint | None = None,
+              worker: int = 0, out=sys.stderr):
+    """Run (or resume) the study of ``spec`` at ``bucket`` until its budget is met."""
+    storage = open_storage(storage, gpu)
+    space = search_space(spec)
+    own = constraint is None
+    constraint = constraint or CompileConstraint(settings.max_spill)
+    # Each worker samples with its own seed, so parallel workers do not propose alike.
+    study = prepare_study(spec, bucket, storage, gpu, settings, worker)
+    progress = Progress(f"{spec.key} T={bucket}", settings, space_size(space), out)
+    if settings.sampler == "grid" and settings.trials != 0:
+        constraint.precompile(spec, all_configs(space), jobs=os.cpu_count() or 1)
+    n_meas = len(measured_trials(study))
+    tried = {_params(t) for t in study.get_trials(deepcopy=False) if t.state in FINISHED}
+    budget_left = settings.sampler == "grid" or settings.trials is None or n_meas < settings.trials
+    try:
+        if budget_left and len(tried) < space_size(space):
+            study.optimize(Objective(spec, bucket, measure, constraint, space), callbacks=[progress],
+                           n_trials=progress.cap, gc_after_trial=False)
+    finally:
+        if own:
+            constraint.close()
+    return study
+
+
+def study_entry(study, bucket: int, compare: dict | None = None) -> TunedEntry | None:
+    """The table entry of a finished study (None when no config was correct)."""
+    best = best_trial(study)
+    if best is None:
+        return None
+    cfg = Config(**{p: best.params[p] for p in PARAMS})
+    fi = (compare or {}).get("flashinfer_us")
+    ours = (compare or {}).get("triton_bench_us")
+    backend = "flashinfer" if fi is not None and ours is not None and fi < ours else "triton"
+    return TunedEntry(cfg, bucket, backend, best.value, fi,
+                      len(measured_trials(study)), today(), "tuned")
+
+
+# ---------------------------------------------------------------- static tables
+
+def static_config(spec: KernelSpec, num_tokens: int, constraint: CompileConstraint,
+                  max_tries: int = 12) -> tuple[Config | None, str]:
+    """The default config if it compiles within the arch's limits, else the nearest that does
+    (fewer stages, then a smaller KV tile, then a smaller head tile; same splits). If all of
+    those spill, the first that fits anyway: spilling is slow, not wrong."""
+    d = default_config(spec, num_tokens)
+    space = search_space(spec)
+    cands = [c for c in all_configs(space) if c.num_splits == d.num_splits and c.block_h <= d.block_h
+             and c.block_n <= d.block_n and c.num_stages <= d.num_stages]
+    cands.sort(key=lambda c: (d.block_h // c.block_h, d.block_n // c.block_n, d.num_stages - c.num_stages,
+                              c.num_warps != d.num_warps))
+    cands = cands[:max_tries]
+    for max_spill in (None, 1 << 30):
+        for c in cands:
+            why = constraint.reason(spec, c, max_spill=max_spill)
+            if not why:
+                return c, ""
+    return None, why
+
+
+def static_entries(arch: str, constraint: CompileConstraint, specs=None, jobs: int = 1,
+                   out=sys.stderr) -> tuple[dict, list[str]]:
+    """Compile-checked (unmeasured) entries for the suite on ``arch``; also the rows left out."""
+    specs = specs if specs is not None else suite_specs(arch)
+    for spec, buckets in specs:  # the defaults first, in parallel
+        constraint.precompile(spec, {default_config(spec, b) for b in buckets}, jobs=jobs)
+    entries, missing = {}, []
+    for spec, buckets in specs:
+        for b in buckets:
+            cfg, why = static_config(spec, b, constraint)
+            if cfg is None:
+                missing.append(f"{spec.key} T={b}: {why}")
+                if out is not None:
+                    print(f"[static] {spec.key} T={b}: no config fits: {why}", file=out)
+                continue
+            entries.setdefault(spec.key, {})[b] = TunedEntry(cfg, b, "triton", None, None, 0, today(), "static")
+    return entries, missing
+
+
+# ---------------------------------------------------------------- GPU driver and CLI
+
+def _visible_gpus() -> list[str]:
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env:
+        return [g.strip() for g in env.split(",") if g.strip()]
+    import torch
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def _worker(jobs: list, storage, gpu: str, settings: TuneSettings, index: int, device: str) -> None:
+    """One worker process: CUDA_VISIBLE_DEVICES is set before anything touches CUDA."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = device
+    from .gpu_measure import GpuMeasurer
+    measure, constraint = GpuMeasurer(settings.timeout), CompileConstraint(settings.max_spill)
+    try:
+        for key, bucket in jobs:
+            run_study(KernelSpec.from_key(key), bucket, measure, storage=storage, gpu=gpu,
+                      settings=settings, constraint=constraint, worker=index)
+    finally:
+        measure.close()
+        constraint.close()
+
+
+def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, out_dir: Path,
+             gpu: str | None = None) -> Path:
+    """Tune ``specs`` [(spec, buckets)] on the visible GPUs and write the table."""
+    import torch
+    from multiprocessing import get_context
+
+    from .gpu_measure import GpuMeasurer
+    from .tuned_table import device_provenance
+    dev = torch.device("cuda", 0)
+    gpu = gpu or gpu_dirname(torch.cuda.get_device_name(dev))
+    storage_arg = storage
+    storage = open_storage(storage, gpu)
+    jobs = [(spec.key, b) for spec, buckets in specs for b in buckets]
+    constraint = CompileConstraint(settings.max_spill)
+    for key, b in jobs:  # before any worker starts: enqueue defaults, clear stale trials
+        spec = KernelSpec.from_key(key)
+        prepare_study(spec, b, storage, gpu, settings)
+        if settings.sampler == "grid":  # every worker then finds the reports in the cache file
+            constraint.precompile(spec, all_configs(search_space(spec)), jobs=os.cpu_count() or 1)
+    constraint.close()  # its compile processes are idle from here; reopened on demand
+    visible = _visible_gpus()
+    n = len(visible) if workers <= 0 else min(workers, len(visible))
+    if n > 1:
+        ctx = get_context("spawn")
+        procs = [ctx.Process(target=_worker, args=(jobs, storage_arg, gpu, settings, i, visible[i]))
+                 for i in range(n)]
+        saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+        try:
+            for p, dev_id in zip(procs, visible):
+                os.environ["CUDA_VISIBLE_DEVICES"] = dev_id  # inherited by the spawned worker
+                p.start()
+        finally:
+            if saved is None:
+                os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+            else:
+                os.environ["CUDA_VISIBLE_DEVICES"] = saved
+        for p in procs:
+            p.join()
+    measure = GpuMeasurer(settings.timeout)
+    path = Path(out_dir) / gpu / "sparse_mla.json"
+    prov = {**device_provenance(dev), **software_provenance()}
+    try:
+        for key, b in jobs:
+            spec = KernelSpec.from_key(key)
+            if n > 1:
+                study = optuna.load_study(study_name=study_name(spec, b, gpu), storage=storage)
+            else:
+                study = run_study(spec, b, measure, storage=storage, gpu=gpu, settings=settings,
+                                  constraint=constraint)
+            best = best_trial(study)
+            cmp = measure.compare(spec, Config(**{p: best.params[p] for p in PARAMS}), b) if best else None
+            entry = study_entry(study, b, cmp)
+            if entry is None:
+                print(f"[{key} T={b}] no correct config: nothing written", file=sys.stderr)
+                continue
+            write_table(path, gpu, {key: {b: entry}}, prov)
+            print(f"[{key} T={b}] best {_fmt_cfg(entry.config.to_dict())} {entry.time_us:.2f} us, "
+                  f"FlashInfer {entry.flashinfer_time_us}, backend {entry.backend} -> {path}", file=sys.stderr)
+    finally:
+        measure.close()
+        constraint.close()
+    return path
+
+
+def _ints(s):
+    return [int(x) for x in s.split(",")] if s else None
+
+
+def tune_main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="sparsemla tune", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--formats", default=None, help="comma list of " + ",".join(SUITE_FORMATS))
+    ap.add_argument("--heads", default=None, help="comma list of H (default the suite's)")
+    ap.add_argument("--tokens", default=None, help="comma list of T buckets (default the suite's)")
+    ap.add_argument("--trials", type=int, default=48, help="measured configs per study (TPE)")
+    ap.add_argument("--sampler", choices=("tpe", "grid"), default="tpe")
+    ap.add_argument("--storage", default=None, help="RDB URL or journal file (default per GPU in the cache dir)")
+    ap.add_argument("--workers", type=int, default=1, help="worker processes, one per visible GPU (0: all)")
+    ap.add_argument("--ship", action="store_true", help="write into the package's tuned/ (to commit)")
+    ap.add_argument("--out", default=None, help="tables root (default the user dir; see --ship)")
+    ap.add_argument("--static", action="store_true", help="compile-checked defaults, no GPU (with --arch)")
+    ap.add_argument("--arch", choices=tuple(ARCHS), default=None)
+    ap.add_argument("--gpu", default=None, help="table folder name (default from the device / --arch)")
+    ap.add_argument("--max-spill", type=int, default=0, help="reject configs spilling more bytes")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds one measurement may take")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compile processes")
+    args = ap.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    out_dir = Path(args.out) if args.out else (package_dir() if args.ship else user_dir())
+    formats = args.formats.split(",") if args.formats else None
+    settings = TuneSettings(None if args.sampler == "grid" else args.trials, args.sampler, args.seed,
+                            args.max_spill, args.timeout)
+    if args.static:
+        if not args.arch:
+            ap.error("--static needs --arch")
+        gpu = args.gpu or STATIC_GPUS.get(args.arch)
+        if gpu is None:
+            ap.error(f"--static --arch {args.arch}: give --gpu (no default GPU for this arch)")
+        specs = suite_specs(args.arch, formats, _ints(args.heads), _ints(args.tokens))
+        t0 = time.time()
+        constraint = CompileConstraint(args.max_spill)
+        try:
+            entries, missing = static_entries(args.arch, constraint, specs, jobs=args.jobs)
+        finally:
+            constraint.close()
+        prov = dict(gpu_name=gpu.replace("_", " "), compute_capability=f"{ARCHS[args.arch].cc // 10}."
+                    f"{ARCHS[args.arch].cc % 10}", driver=None, **software_provenance())
+        path = write_table(out_dir / gpu / "sparse_mla.json", gpu, entries, prov)
+        n = sum(len(b) for b in entries.values())
+        print(f"{path}: {n} static entries, {len(missing)} rows without a fitting config "
+              f"({time.time() - t0:.0f} s)")
+        return 1 if missing else 0
+    import torch
+    if not torch.cuda.is_available():
+        print("sparsemla tune needs a CUDA GPU (or --static --arch ARCH)", file=sys.stderr)
+        return 2
+    from sparsemla.runtime.api import device_arch
+    arch = device_arch(torch.device("cuda", 0))
+    if args.arch and args.arch != arch:
+        ap.error(f"--arch {args.arch} but the GPU is {arch}")
+    specs = suite_specs(arch, formats, _ints(args.heads), _ints(args.tokens))
+    path = tune_gpu(specs, settings, storage=args.storage, workers=args.workers, out_dir=out_dir, gpu=args.gpu)
+    print(path)
+    return 0

@@ -1,0 +1,349 @@
+"""The tuner on the CPU: search space, compile constraint, failures, resume, samplers, buckets,
+tuned tables and dispatch. A deterministic fake stands in for the GPU measurement."""
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import json  # noqa: E402
+import logging  # noqa: E402
+import math  # noqa: E402
+import time  # noqa: E402
+
+import optuna  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import sparsemla  # noqa: E402
+from sparsemla.gen import tuned_table  # noqa: E402
+from sparsemla.gen.compile_check import CompileReport  # noqa: E402
+from sparsemla.gen.gpu_measure import GpuMeasurer, Measurement, check, make_inputs  # noqa: E402
+from sparsemla.gen.search_space import CompileConstraint, all_configs, search_space, static_reason  # noqa: E402
+from sparsemla.gen.spec import ARCHS, Config, KernelSpec, default_config  # noqa: E402
+from sparsemla.gen.suite import suite_specs  # noqa: E402
+from sparsemla.gen.tune import (TuneSettings, best_trial, measured_trials, prepare_study,  # noqa: E402
+                                run_study, static_entries, study_entry)
+from sparsemla.gen.tuned_table import (BUCKETS, TunedEntry, bucket_for, gpu_dirname, load_table,  # noqa: E402
+                                       software_provenance, write_table)
+from sparsemla.runtime import dispatch  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+SPEC = KernelSpec(arch="sm120", num_heads=16)  # space: 1 x 5 x 7 x 2 x 3 = 210 configs
+
+
+def fake_compile(spec, cfg, arch):
+    """Shared memory grows with the KV tile and the stages; nothing spills."""
+    smem = (cfg.block_n * cfg.num_stages + cfg.block_h) * spec.d_qk * 2
+    return CompileReport(spec.key, cfg, arch, True, smem, 128, 0)
+
+
+def fake_time(cfg: Config) -> float:
+    """A smooth landscape with one optimum (n64 s8 w8 st1) and interactions."""
+    return (10 + 3 * abs(math.log2(cfg.block_n / 64)) + 2 * abs(math.log2(cfg.num_splits / 8))
+            + 1.5 * (cfg.num_warps != 8) + 0.7 * abs(cfg.num_stages - 1)
+            + 0.5 * (cfg.block_n == 64 and cfg.num_warps == 4))
+
+
+def fake_measure(spec, cfg, T):
+    return Measurement(fake_time(cfg), 1e-3, True)
+
+
+def constraint():
+    return CompileConstraint(0, fake_compile, path=None)
+
+
+def run(measure=fake_measure, trials=12, sampler="tpe", storage=None, seed=0):
+    return run_study(SPEC, 4, measure, storage=storage or optuna.storages.InMemoryStorage(),
+                     settings=TuneSettings(trials, sampler, seed), constraint=constraint(), out=None)
+
+
+# ---------------------------------------------------------------- search space and constraint
+
+def test_search_space_per_arch():
+    for arch, warps, stages in (("sm90", [4, 8, 16], [1, 2, 3, 4]), ("sm120", [4, 8], [1, 2, 3]),
+                                ("sm121", [4, 8], [1, 2, 3])):
+        for H in (16, 32, 128):
+            spec = KernelSpec(arch=arch, num_heads=H, topk=2048)
+            sp = search_space(spec)
+            assert sp["num_warps"] == warps and sp["num_stages"] == stages
+            assert sp["block_h"] == [b for b in (16, 32, 64, 128) if b <= max(16, H)]
+            assert sp["block_n"] == [16, 32, 64, 128, 256]
+            assert sp["num_splits"] == [1, 2, 4, 8, 16, 32, 64]
+            for T in (1, 64, 4096):
+                d = default_config(spec, T).to_dict()
+                assert all(d[k] in sp[k] for k in sp), (arch, H, T)
+    small = search_space(KernelSpec(arch="sm90", num_heads=16, topk=64))
+    assert small["num_splits"] == [1, 2, 4] and small["block_n"] == [16, 32, 64]
+    assert "fewer than block_n" in static_reason(KernelSpec(topk=64), Config(64, 64, 2, 8, 2))
+
+
+def test_constraint_rejects_and_caches(tmp_path):
+    calls = []
+
+    def fake(spec, cfg, arch):
+        calls.append(cfg)
+        if cfg.num_warps == 16:
+            return CompileReport(spec.key, cfg, arch, False, error="CompilationError: out of resources\nmore")
+        return CompileReport(spec.key, cfg, arch, True, 1000 * cfg.block_n, 200, 64 * (cfg.num_stages == 4))
+
+    spec = KernelSpec(arch="sm90", num_heads=16)
+    path = tmp_path / "compile.json"
+    c = CompileConstraint(0, fake, path)
+    assert c.reason(spec, Config(16, 32, 1, 8, 2)) == ""
+    assert c.reason(spec, Config(16, 256, 1, 8, 2)).startswith("shared memory 256000 B > 232448 B")
+    assert c.reason(spec, Config(16, 32, 1, 8, 4)).startswith("spills 64 B > max_spill 0 B")
+    assert c.reason(spec, Config(16, 32, 1, 8, 4), max_spill=64) == ""
+    assert c.reason(spec, Config(16, 32, 1, 16, 2)) == "compile failed: CompilationError: out of resources"
+    assert len(calls) == 4  # the max_spill=64 query reused the cached report
+    c2 = CompileConstraint(0, lambda *a: pytest.fail("should come from the cache file"), path)
+    assert c2.reason(spec, Config(16, 256, 1, 8, 2)).startswith("shared memory")
+    assert not list(tmp_path.glob("*.tmp"))
+    path.write_text("{not json")  # a broken cache file is reported and replaced, never fatal
+    assert CompileConstraint(0, fake, path).reason(spec, Config(16, 32, 1, 8, 2)) == ""
+    assert json.loads(path.read_text())
+
+
+def test_real_compile_for_arch(tmp_path):
+    spec = KernelSpec(arch="sm120", num_heads=16)
+    c = CompileConstraint(0, None, tmp_path / "compile.json")
+    try:
+        rep = c.report(spec, Config(16, 32, 1, 4, 2))
+        assert rep["ok"], rep["error"]
+        assert 0 < rep["shared_bytes"] <= ARCHS["sm120"].smem_bytes
+        assert c.reason(spec, Config(16, 32, 1, 4, 2), max_spill=1 << 20) == ""
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------- studies
+
+def test_failed_trials_are_never_selected():
+    def measure(spec, cfg, T):
+        if cfg.num_stages == 2:
+            raise RuntimeError("illegal memory access")
+        t = fake_time(cfg)
+        if cfg.num_warps == 8:  # the fastest half of the space is wrong
+            return Measurement(t / 10, 0.5, False, "relative error 0.5 > 0.02")
+        return Measurement(t, 1e-3, True)
+
+    study = run(measure, trials=20)
+    states = {t.state for t in study.trials}
+    assert optuna.trial.TrialState.FAIL in states
+    for t in study.trials:
+        if t.params.get("num_warps") == 8 or t.params.get("num_stages") == 2:
+            assert t.state in (optuna.trial.TrialState.FAIL, optuna.trial.TrialState.PRUNED)
+            if t.state == optuna.trial.TrialState.FAIL:
+                assert "fail" in t.user_attrs
+    best = best_trial(study)
+    assert best.params["num_warps"] == 4 and best.params["num_stages"] != 2
+    entry = study_entry(study, 4)
+    assert entry.config.num_warps == 4 and entry.time_us == best.value and entry.backend == "triton"
+    # the default (n32 s32 w4 st2) raised: it is a failure, not a candidate
+    assert study.trials[0].user_attrs.get("baseline") and study.trials[0].state == optuna.trial.TrialState.FAIL
+    everything_wrong = run(lambda s, c, T: Measurement(1.0, math.nan, False, "NaN"), trials=5)
+    assert best_trial(everything_wrong) is None and study_entry(everything_wrong, 4) is None
+
+
+def test_resume_from_journal(tmp_path):
+    journal = str(tmp_path / "tune.journal")
+    s1 = run(trials=5, storage=journal)
+    assert len(measured_trials(s1)) == 5
+    best1 = best_trial(s1).value
+    s2 = run(trials=10, storage=journal)  # re-opened from the file
+    assert s2.study_name == s1.study_name
+    meas = measured_trials(s2)
+    assert len(meas) == 10 and len({tuple(t.params.values()) for t in meas}) == 10
+    assert best_trial(s2).value == min(t.value for t in meas) <= best1
+    assert sum(bool(t.user_attrs.get("baseline")) for t in s2.trials) == 1
+    # a trial left RUNNING by a dead run is failed, not counted, when the study reopens
+    s2.ask()
+    s3 = prepare_study(SPEC, 4, s2._storage, "cpu", TuneSettings(10), stale_after=0)
+    assert s3.trials[-1].state == optuna.trial.TrialState.FAIL and s3.trials[-1].user_attrs["interrupted"]
+    assert len(measured_trials(s3)) == 10
+
+
+def test_tpe_vs_grid_on_fake_objective():
+    grid = run(sampler="grid", trials=None)
+    valid = [c for c in all_configs(search_space(SPEC)) if not constraint().reason(SPEC, c)]
+    gm = measured_trials(grid)
+    assert len(gm) == len(valid)  # exhaustive, each valid config measured once
+    assert best_trial(grid).value == pytest.approx(min(map(fake_time, valid)))
+    tpe = run(sampler="tpe", trials=len(gm) // 4)
+    assert len(measured_trials(tpe)) <= len(gm) // 4
+    assert best_trial(tpe).value <= 1.03 * best_trial(grid).value
+    assert best_trial(tpe).value <= fake_time(default_config(SPEC, 4))  # never worse than the default
+
+
+def test_bucket_for():
+    assert BUCKETS == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+    assert [bucket_for(t, BUCKETS) for t in (0, 1, 2, 3, 5, 4095, 4096, 10 ** 6)] == \
+        [1, 1, 2, 2, 4, 2048, 4096, 4096]
+    assert [bucket_for(t, (4, 16)) for t in (1, 4, 5, 16, 100)] == [4, 4, 4, 16, 16]
+
+
+# ---------------------------------------------------------------- tables and dispatch
+
+def test_gpu_dirname_aliases():
+    for name in ("NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA H200 SXM 141GB", "  NVIDIA  H200  NVL "):
+        assert gpu_dirname(name) == "NVIDIA_H200"
+    assert gpu_dirname("NVIDIA GH200 480GB") == "NVIDIA_GH200"
+    assert gpu_dirname("NVIDIA H100 80GB HBM3") == "NVIDIA_H100_80GB_HBM3"
+    assert gpu_dirname("NVIDIA RTX PRO 6000 Blackwell Workstation Edition") == "NVIDIA_RTX_PRO_6000_Blackwell"
+
+
+def _entry(cfg, b, backend="triton"):
+    return TunedEntry(cfg, b, backend, 12.5, None, 30, "2026-12-02", "tuned")
+
+
+def test_tuned_file_validation(tmp_path, caplog, monkeypatch):
+    prov = software_provenance()
+    key = KernelSpec().key
+    good = write_table(tmp_path / "good.json", "NVIDIA_H200", {key: {4: _entry(Config(), 4)}}, prov)
+    assert load_table(good)[key][4].config == Config()
+    assert not list(tmp_path.glob("*.tmp"))
+    data = json.loads(good.read_text())
+    bad = {
+        "malformed": "{ this is not json",
+        "provenance": json.dumps({**data, "provenance": {**prov, "template_hash": "0" * 16}}),
+        "triton": json.dumps({**data, "provenance": {**prov, "triton": "2.0.0"}}),
+        "missing": json.dumps({**data, "entries": {key: {"4": {"backend": "triton", "source": "tuned"}}}}),
+        "badconfig": json.dumps({**data, "entries": {key: {"4": {**data["entries"][key]["4"],
+                                                                "config": {"block_h": 3}}}}}),
+        "nokeys": json.dumps({"version": 1}),
+    }
+    for name, text in bad.items():
+        p = tmp_path / f"{name}.json"
+        p.write_text(text)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="sparsemla"):
+            assert load_table(p) == {} and load_table(p) == {}
+        assert len(caplog.records) == 1, name  # reported once, then ignored quietly
+        assert str(p) in caplog.text
+    # atomic: a write that fails midway leaves the old file whole and no temporary behind
+    monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError):
+        write_table(good, "NVIDIA_H200", {key: {8: _entry(Config(), 8)}}, prov)
+    assert json.loads(good.read_text()) == data and not list(tmp_path.glob("*.tmp"))
+
+
+def test_select_config_uses_tuned_table(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARSEMLA_TUNED_DIR", str(tmp_path / "user"))
+    monkeypatch.setenv("SPARSEMLA_GPU", "NVIDIA H200 NVL")
+    monkeypatch.setattr(tuned_table, "package_dir", lambda: tmp_path / "pkg")
+    spec = KernelSpec(arch="sm90", num_heads=64)
+    c4, c64 = Config(64, 64, 4, 8, 3), Config(32, 16, 1, 4, 1)
+    prov = software_provenance()
+    write_table(tmp_path / "pkg" / "NVIDIA_H200" / "sparse_mla.json", "NVIDIA_H200",
+                {spec.key: {4: _entry(Config(16, 16, 1, 4, 1), 4), 1024: _entry(c4, 1024)}}, prov)
+    write_table(tmp_path / "user" / "NVIDIA_H200" / "sparse_mla.json", "NVIDIA_H200",
+                {spec.key: {4: _entry(c4, 4), 64: _entry(c64, 64, "flashinfer")}}, prov)
+    dispatch.clear_cache()
+    try:
+        cpu = torch.device("cpu")
+        assert dispatch.select_config(spec, 5, cpu) == c4  # user dir wins over the package
+        assert dispatch.select_config(spec, 1, cpu) == c4  # below every bucket: the smallest
+        assert dispatch.select_config(spec, 100, cpu) == c64
+        assert dispatch.select_config(spec, 5000, cpu) == c4  # the package's 1024 entry
+        e = dispatch.lookup(spec, 64, cpu)
+        assert e.backend == "flashinfer" and e.get("backend") == "flashinfer" and e.bucket == 64
+        other = KernelSpec(arch="sm90", num_heads=32)
+        assert dispatch.lookup(other, 4, cpu) is None
+        assert dispatch.select_config(other, 4, cpu) == default_config(other, 4)
+        t0 = time.perf_counter()
+        for _ in range(1000):
+            dispatch.select_config(spec, 100, cpu)
+        assert time.perf_counter() - t0 < 0.5
+    finally:
+        dispatch.clear_cache()
+
+
+def test_static_tables_from_compile_checks(tmp_path):
+    def fake(spec, cfg, arch):  # 2 stages "do not fit" for 128 heads; model1 always spills
+        too_big = spec.num_heads == 128 and cfg.num_stages >= 2
+        spills = 64 if spec.kv_format == "model1" else 0
+        return CompileReport(spec.key, cfg, arch, True, 200_000 if too_big else 50_000, 255, spills)
+
+    specs = suite_specs("sm120", formats=["bf16", "model1"], heads=[16, 128])
+    entries, missing = static_entries("sm120", CompileConstraint(0, fake, None), specs, out=None)
+    assert not missing
+    assert sum(len(b) for b in entries.values()) == sum(len(b) for _, b in specs) == 2 * (6 + 7)
+    for key, buckets in entries.items():
+        spec = KernelSpec.from_key(key)
+        for b, e in buckets.items():
+            d = default_config(spec, b)
+            assert e.source == "static" and e.time_us is None
+            assert e.config == (d if spec.num_heads == 16 else Config(d.block_h, d.block_n, d.num_splits,
+                                                                       d.num_warps, 1))
+    path = write_table(tmp_path / "t.json", "NVIDIA_GB10", entries, software_provenance())
+    assert load_table(path).keys() == entries.keys()
+
+
+def test_tune_cli_without_gpu(capsys):
+    from sparsemla.gen.tune import tune_main
+    assert tune_main(["--formats", "bf16", "--heads", "16", "--trials", "8"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        tune_main(["--static"])  # --static needs --arch
+
+
+def test_shipped_tables_parse():
+    for path in tuned_table.package_dir().glob("*/*.json"):
+        assert load_table(path, check_provenance=False), path
+
+
+# ---------------------------------------------------------------- the GPU measurer's CPU-side parts
+
+@pytest.mark.parametrize("fmt,d_qk,page", [("auto", 576, 1), ("fp8_e4m3", 512, 16),
+                                           ("fp8_ds_mla", 576, 64), ("model1", 512, 64)])
+def test_poisoned_inputs(fmt, d_qk, page):
+    spec = KernelSpec(kv_format=fmt, d_qk=d_qk, num_heads=16, topk=32, page_size=page)
+    kw = make_inputs(spec, 3, "cpu", slots=256, poison=True)
+    deq = sparsemla.dequantize_kv(kw["kv_cache"], fmt, page_size=kw.get("page_size"),
+                                  kv_scale=kw.get("kv_scale"))
+    idx = kw["indices"]
+    assert (idx == -1).any()
+    ref = torch.zeros(deq.shape[0], dtype=torch.bool)
+    ref[idx[idx >= 0].long()] = True
+    assert torch.isfinite(deq[ref]).all()
+    assert torch.isnan(deq[~ref]).all() and (~ref).sum() > 50
+
+
+def test_check_flags_wrong_or_unwritten_output(monkeypatch):
+    spec = KernelSpec(d_qk=48, d_v=32, num_heads=16, topk=32, q_dtype="fp32", compute_dtype="fp32")
+    kw = make_inputs(spec, 3, "cpu", slots=128, poison=True)
+    m = check(spec, Config(16, 16, 2, 4, 1), kw)
+    assert m.ok and m.error < 1e-3, m
+    from sparsemla.runtime import triton_backend
+    monkeypatch.setattr(triton_backend, "run_triton", lambda *a, **k: None)  # writes nothing
+    m = check(spec, Config(16, 16, 2, 4, 1), kw)
+    assert not m.ok and "NaN" in m.reason and math.isinf(m.time_us)
+    monkeypatch.setattr(triton_backend, "run_triton", lambda spec, cfg, q, view, idx, sc, out, *a, **k: out.fill_(1))
+    m = check(spec, Config(16, 16, 2, 4, 1), kw)
+    assert not m.ok and "relative error" in m.reason
+
+
+def _fake_child(req, state):
+    """Runs in the measurer's child process (see test_measurer_isolation)."""
+    if req["op"] == "crash":
+        os._exit(3)
+    if req["op"] == "hang":
+        time.sleep(60)
+    if req["op"] == "raise":
+        raise RuntimeError("boom")
+    return dict(time_us=7.0, error=0.0, ok=True, reason="")
+
+
+def test_measurer_isolation():
+    m = GpuMeasurer(timeout=20, handler=f"{__name__}:_fake_child")
+    try:
+        assert m(SPEC, Config(16, 32, 1, 4, 2), 4) == Measurement(7.0, 0.0, True)
+        ok, why = m.request({"op": "crash"})
+        assert not ok and "exit code 3" in why
+        m.timeout = 2
+        ok, why = m.request({"op": "hang"})
+        assert not ok and "timed out" in why
+        m.timeout = 20
+        ok, why = m.request({"op": "raise"})
+        assert not ok and "boom" in why
+        assert m(SPEC, Config(16, 32, 1, 4, 2), 4).ok  # a fresh child serves the next trial
+    finally:
+        m.close()
