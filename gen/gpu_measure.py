@@ -233,15 +233,16 @@ def time_calls(calls, target_ms: float = 5.0, repeats: int = 15) -> tuple[float,
 # ---------------------------------------------------------------- the child's requests
 
 class _State:
-    def __init__(self):
-        self.device = torch.device("cuda")
+    def __init__(self, device="cuda"):
+        self.device = torch.device(device)
         self.inputs: dict = {}
 
     def get(self, spec: KernelSpec, T: int):
         key = (spec.key, T)
         if key not in self.inputs:
             self.inputs.clear()
-            torch.cuda.empty_cache()
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
             self.inputs[key] = (make_inputs(spec, T, self.device, slots=min(2 * T * spec.topk, 1 << 20),
                                             poison=True), timing_sets(spec, T, self.device))
         return self.inputs[key]

@@ -4,7 +4,8 @@ Every candidate is compiled for its target with ``compile_for_arch`` before any 
 a config that does not build, needs more shared memory than the arch has, or spills more
 than ``max_spill`` bytes is rejected with a reason. Compile results are cached per
 (spec key, config, arch) in memory and in a small JSON file under the user cache dir, one
-file per (template hash, Triton version), so a changed template never reuses a stale result.
+file per (template, renderer and compile-check code, Triton version), so a change there
+never reuses a stale result.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Callable
 
-from .render import atomic_write, cache_dir, template_hash
+from .render import atomic_write, cache_dir, template_source
 from .spec import ARCHS, Config, KernelSpec, default_config, next_pow2
 
 log = logging.getLogger("sparsemla")
@@ -79,8 +80,17 @@ def _key(spec: KernelSpec, config: Config, arch: str) -> str:
 
 
 def compile_cache_path() -> Path:
+    """One file per (template, code that renders and compiles it, Triton version)."""
+    import hashlib
+    import inspect
+
     import triton
-    return cache_dir().parent / "compile" / f"{template_hash('sparse_mla.py.jinja')}-triton{triton.__version__}.json"
+
+    from . import compile_check, layout, render
+    h = hashlib.sha256(template_source("sparse_mla.py.jinja").encode())
+    for mod in (render, compile_check, layout):
+        h.update(inspect.getsource(mod).encode())
+    return cache_dir().parent / "compile" / f"{h.hexdigest()[:16]}-triton{triton.__version__}.json"
 
 
 def _compiler_init():

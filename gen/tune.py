@@ -243,8 +243,7 @@ def study_entry(study, bucket: int, compare: dict | None = None) -> TunedEntry |
     fi = (compare or {}).get("flashinfer_us")
     ours = (compare or {}).get("triton_bench_us")
     backend = "flashinfer" if fi is not None and ours is not None and fi < ours else "triton"
-    return TunedEntry(cfg, bucket, backend, best.value, fi,
-                      len(measured_trials(study)), today(), "tuned")
+    return TunedEntry(cfg, bucket, backend, best.value, fi, len(measured_trials(study)), today(), "tuned", ours)
 
 
 # ---------------------------------------------------------------- static tables
@@ -368,8 +367,10 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
                 print(f"[{key} T={b}] no correct config: nothing written", file=sys.stderr)
                 continue
             write_table(path, gpu, {key: {b: entry}}, prov)
-            print(f"[{key} T={b}] best {_fmt_cfg(entry.config.to_dict())} {entry.time_us:.2f} us, "
-                  f"FlashInfer {entry.flashinfer_time_us}, backend {entry.backend} -> {path}", file=sys.stderr)
+            print(f"[{key} T={b}] best {_fmt_cfg(entry.config.to_dict())} {entry.time_us:.2f} us "
+                  f"(do_bench {entry.triton_bench_us}, FlashInfer {entry.flashinfer_time_us}"
+                  f"{'' if not cmp or not cmp.get('flashinfer_error') else ': ' + cmp['flashinfer_error']}), "
+                  f"backend {entry.backend} -> {path}", file=sys.stderr)
     finally:
         measure.close()
         constraint.close()

@@ -7,9 +7,11 @@ File format (version 1)::
                     "flashinfer", "sparsemla", "template_hash"},
      "entries": {"<spec key>": {"<bucket>": {
          "config": {block_h, block_n, num_splits, num_warps, num_stages},
-         "time_us": float | null,             # our kernel, CUDA-graph replay median
-         "flashinfer_time_us": float | null,  # FlashInfer in the same run, if it supports the spec
-         "backend": "triton" | "flashinfer",
+         "time_us": float | null,             # our kernel, CUDA-graph replay median (the tuner's)
+         "triton_bench_us": float | null,     # our kernel, do_bench median (L2 cleared per call)
+         "flashinfer_time_us": float | null,  # FlashInfer the same way as triton_bench_us, same
+                                              # run, where it supports the spec (checked first)
+         "backend": "triton" | "flashinfer",  # the faster of the two by do_bench
          "trials": int, "date": "YYYY-MM-DD", "source": "tuned" | "static"}}}}
 
 A bucket is a number of query tokens; a call with T tokens uses the entry of the nearest
@@ -77,13 +79,14 @@ class TunedEntry:
     trials: int = 0
     date: str = ""
     source: str = "tuned"
+    triton_bench_us: float | None = None
 
     def get(self, name: str, default=None):
         """Dict-style access, for callers that treat an entry as its JSON object."""
         return getattr(self, name, default)
 
     def to_json(self) -> dict:
-        return dict(config=self.config.to_dict(), time_us=self.time_us,
+        return dict(config=self.config.to_dict(), time_us=self.time_us, triton_bench_us=self.triton_bench_us,
                     flashinfer_time_us=self.flashinfer_time_us, backend=self.backend,
                     trials=self.trials, date=self.date, source=self.source)
 
@@ -169,7 +172,7 @@ def parse_table(data) -> dict[str, dict[int, TunedEntry]]:
                 raise ValueError(f"{where}: {err}") from None
             out[key][int(b)] = TunedEntry(cfg, int(b), e["backend"], e.get("time_us"),
                                           e.get("flashinfer_time_us"), int(e.get("trials") or 0),
-                                          str(e.get("date", "")), e["source"])
+                                          str(e.get("date", "")), e["source"], e.get("triton_bench_us"))
     return out
 
 

@@ -137,6 +137,9 @@ def test_failed_trials_are_never_selected():
     assert best.params["num_warps"] == 4 and best.params["num_stages"] != 2
     entry = study_entry(study, 4)
     assert entry.config.num_warps == 4 and entry.time_us == best.value and entry.backend == "triton"
+    faster_fi = study_entry(study, 4, dict(triton_bench_us=20.0, flashinfer_us=15.0))
+    assert faster_fi.backend == "flashinfer" and faster_fi.triton_bench_us == 20.0
+    assert study_entry(study, 4, dict(triton_bench_us=20.0, flashinfer_us=None)).backend == "triton"
     # the default (n32 s32 w4 st2) raised: it is a failure, not a candidate
     assert study.trials[0].user_attrs.get("baseline") and study.trials[0].state == optuna.trial.TrialState.FAIL
     everything_wrong = run(lambda s, c, T: Measurement(1.0, math.nan, False, "NaN"), trials=5)
@@ -319,6 +322,17 @@ def test_check_flags_wrong_or_unwritten_output(monkeypatch):
     monkeypatch.setattr(triton_backend, "run_triton", lambda spec, cfg, q, view, idx, sc, out, *a, **k: out.fill_(1))
     m = check(spec, Config(16, 16, 2, 4, 1), kw)
     assert not m.ok and "relative error" in m.reason
+
+
+def test_measure_request_plumbing(monkeypatch):
+    """The child's request handler end to end on the CPU; only the CUDA timing is faked."""
+    from sparsemla.gen import gpu_measure
+    monkeypatch.setattr(gpu_measure, "TIMING_SLOTS", 4096)
+    monkeypatch.setattr(gpu_measure, "time_calls", lambda calls, **k: (3.5 if len(calls) > 1 else 0.0, "graph"))
+    spec = KernelSpec(d_qk=48, d_v=32, num_heads=16, topk=32, q_dtype="fp32", compute_dtype="fp32")
+    req = dict(op="measure", spec=spec.key, config=Config(16, 16, 2, 4, 1).to_dict(), num_tokens=2)
+    res = gpu_measure.handle(req, gpu_measure._State("cpu"))
+    assert res["ok"] and res["time_us"] == 3.5 and res["error"] < 1e-3, res
 
 
 def _fake_child(req, state):
