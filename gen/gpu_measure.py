@@ -100,7 +100,7 @@ def make_inputs(spec: KernelSpec, num_tokens: int, device, *, slots: int, poison
             mask = torch.ones(n, dtype=torch.bool, device=device)
             mask[idx[idx >= 0].long()] = False
         cache, kw = _cache(spec, torch.randn(n, spec.d_qk, generator=g, device=device), page, mask)
-        kw = {(prefix + k if k == "page_size" else k): v for k, v in kw.items()}
+        kw = {prefix + k: v for k, v in kw.items()}  # extra_page_size, extra_kv_scale
         return {prefix + "kv_cache": cache, prefix + "indices": idx, **kw}
 
     kw = dict(q=torch.randn(T, H, spec.d_qk, generator=g, device=device).to(_DT[spec.q_dtype]),
@@ -146,7 +146,7 @@ def check(spec: KernelSpec, config: Config, kw: dict) -> Measurement:
     sel, ref = reference_rows(kw)
     if spec.return_lse:
         ref, ref_lse = ref
-        if not torch.allclose(lse[sel], ref_lse, rtol=1e-3, atol=1e-2):
+        if not torch.allclose(lse[sel], ref_lse, rtol=1e-3, atol=2e-2):
             return failed("lse differs from the reference")
     err = rel_err(out[sel], ref)
     tol = TOLERANCE[spec.compute_dtype]
