@@ -65,6 +65,8 @@ def _signature(fn, spec: KernelSpec, constexprs: dict):
             sig[name] = "fp32"
         else:  # strides, counts
             sig[name] = "i32"
+            if "stride" in name:  # real launches specialize ints divisible by 16 (576, 656, ...)
+                attrs[(i,)] = [["tt.divisibility", 16]]
     return sig, attrs
 
 
