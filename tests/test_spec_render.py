@@ -1,0 +1,103 @@
+"""The spec (validation, canonical key), rendering and its on-disk cache, and the KV helpers."""
+import os
+
+import pytest
+import torch
+
+import sparsemla
+from sparsemla.cli import main as cli_main
+from sparsemla.gen import render
+from sparsemla.gen.spec import ARCHS, Config, KernelSpec, default_config
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(arch="sm80"), "arch"), (dict(kv_format="int4"), "kv_format"), (dict(num_heads=0), "num_heads"),
+    (dict(q_dtype="fp8"), "q_dtype"), (dict(kv_format="model1", d_qk=576), "model1"),
+    (dict(kv_format="fp8_ds_mla", d_qk=512), "fp8_ds_mla"), (dict(page_size=0), "page_size"),
+    (dict(d_qk=600), "d_qk"),
+])
+def test_invalid_specs_name_the_field(kw, field):
+    with pytest.raises(ValueError, match=field):
+        KernelSpec(**kw)
+
+
+def test_key_round_trips_and_names_the_module():
+    specs = [KernelSpec(), KernelSpec(kv_format="model1", d_qk=512, page_size=256, has_sink=True, extra_topk=128,
+                                      extra_page_size=64, return_lse=True, arch="sm121", num_heads=16)]
+    for s in specs:
+        assert KernelSpec.from_key(s.key) == s
+        assert s.module_name.isidentifier() and s.module_name.endswith(s.module_name.split("_gen_")[1])
+    with pytest.raises(ValueError, match="spec key"):
+        KernelSpec.from_key("sparse_mla-sm90-auto")
+
+
+def test_configs_are_checked_against_the_arch():
+    spec = KernelSpec(arch="sm120")
+    with pytest.raises(ValueError, match="num_stages"):
+        Config(num_stages=4).check(spec)
+    with pytest.raises(ValueError, match="block_h"):
+        Config(block_h=48).check(spec)
+    for arch in ARCHS:
+        for T in (1, 64, 4096):
+            cfg = default_config(KernelSpec(arch=arch, num_heads=16), T)
+            assert cfg.block_h == 16 and cfg.num_splits >= 1
+    assert default_config(KernelSpec(), 1).num_splits > 1 and default_config(KernelSpec(), 4096).num_splits == 1
+
+
+def test_render_is_cached_atomically_and_a_bad_cached_file_is_replaced(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("SPARSEMLA_CACHE_DIR", str(tmp_path))
+    spec = KernelSpec(num_heads=8, topk=32, kv_format="fp8_ds_mla", page_size=16, has_sink=True)
+    path = render.module_path(spec)
+    assert str(tmp_path) in str(path)
+    src = render.render_source(spec)
+    assert spec.key in src and "def sparse_mla_fwd" in src and "def sparse_mla_combine" in src
+    render.load_module.cache_clear()
+    mod = render.load_module(spec)
+    assert mod.SPEC_KEY == spec.key and path.exists()
+    assert not [p for p in path.parent.iterdir() if p.suffix == ".tmp"]
+    path.write_text("this is not python (")  # a corrupt cache entry
+    render.load_module.cache_clear()
+    with caplog.at_level("WARNING", logger="sparsemla"):
+        mod = render.load_module(spec)
+    assert mod.SPEC_KEY == spec.key and "unusable" in caplog.text
+    render.load_module.cache_clear()
+
+
+def test_cli_render_writes_the_source(tmp_path, capsys):
+    spec = KernelSpec(kv_format="model1", d_qk=512, page_size=64)
+    assert cli_main(["gen", "render", "--spec", spec.key, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.strip()
+    assert os.path.exists(out) and spec.key in open(out).read()
+
+
+@pytest.mark.parametrize("fmt,d,page", [("fp8_ds_mla", 576, 16), ("model1", 512, 64), ("model1", 512, 256),
+                                        ("fp8_e4m3", 576, None), ("auto", 576, 8)])
+def test_quantize_dequantize_round_trip(fmt, d, page):
+    kv = torch.randn(300, d) * 3
+    out = sparsemla.quantize_kv(kv, fmt, page_size=page)
+    kw = {}
+    if fmt == "fp8_e4m3":
+        out, kw["kv_scale"] = out
+    if fmt == "model1":
+        kw["page_size"] = page
+    back = sparsemla.dequantize_kv(out, fmt, **kw)[:300]
+    err = ((back - kv).norm() / kv.norm()).item()
+    assert err < (1e-6 if fmt == "auto" else 0.06), err  # e4m3 keeps 3 mantissa bits
+    if fmt in ("fp8_ds_mla", "model1"):  # rope is stored in bf16, untouched by scales
+        rope = slice(512, 576) if fmt == "fp8_ds_mla" else slice(448, 512)
+        assert torch.allclose(back[:, rope], kv[:, rope].bfloat16().float())
+
+
+def test_model1_bytes_follow_the_published_layout():
+    """Decode one token by hand from the byte offsets in DEVELOPERS.md / the SGLang seed."""
+    kv = torch.randn(130, 512)
+    pages = sparsemla.quantize_kv(kv, "model1", page_size=64)
+    assert pages.shape == (3, 37440)  # ceil(64 * 584 / 576) * 576
+    s = 77
+    p, o = divmod(s, 64)
+    page = pages[p]
+    nope = page[o * 576:o * 576 + 448].view(torch.float8_e4m3fn).float()
+    rope = page[o * 576 + 448:o * 576 + 576].contiguous().view(torch.bfloat16).float()
+    scales = torch.exp2(page[64 * 576 + o * 8:64 * 576 + o * 8 + 7].float() - 127)
+    manual = torch.cat([(nope.view(7, 64) * scales[:, None]).flatten(), rope])
+    assert torch.equal(manual, sparsemla.dequantize_kv(pages, "model1", page_size=64)[s])
