@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 
 import torch
 
 from sparsemla.gen.spec import Config, KernelSpec
 
+from . import triton_backend
 from .kvcache import describe_cache
 from .reference import sparse_mla_reference
 
@@ -69,6 +71,74 @@ def _log_choice(spec: KernelSpec, backend: str) -> None:
         log.info("sparsemla: %s runs on backend %r", spec.key, backend)
 
 
+class _Prepared:
+    """A validated call signature of the Triton path: its spec, config, cache views and launch.
+
+    ``sparse_mla`` keeps one per signature (``_calls``), so a repeated call skips validation
+    and argument marshalling; only the index-range check, which reads values, runs again.
+    """
+
+    __slots__ = ("spec", "config", "view", "extra_view", "launch", "check_indices", "return_lse",
+                 "out_shape", "dtype", "device", "cache_refs")
+
+    def __init__(self, spec, config, view, extra_view, launch, check_indices, out):
+        self.spec, self.config, self.view, self.extra_view, self.launch = spec, config, view, extra_view, launch
+        self.check_indices, self.return_lse = check_indices, spec.return_lse
+        self.out_shape, self.dtype, self.device = out.shape, out.dtype, out.device
+        self.cache_refs = ()
+
+    def __call__(self, q, indices, sm_scale, out, topk_length, attn_sink, extra_indices, extra_topk_length):
+        if self.check_indices:
+            _check_index_range("indices", indices, self.view.num_slots)
+            if self.extra_view is not None:
+                _check_index_range("extra_indices", extra_indices, self.extra_view.num_slots)
+        if out is None:
+            out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device)
+        lse = torch.empty(self.out_shape[:2], dtype=torch.float32, device=self.device) if self.return_lse else None
+        self.launch(q, indices, float(sm_scale), out, lse, topk_length, attn_sink, extra_indices, extra_topk_length)
+        return (out, lse) if self.return_lse else out
+
+
+# Call signature (see sparse_mla) -> _Prepared. Emptied when full, and by dispatch.clear_cache
+# (a new tuned table may choose other configs).
+_CALLS_MAX = 1024
+_calls: dict = {}
+# Hits launch through the prepared TritonLaunch only while triton_backend.run_triton is this
+# function; a replaced one (tests, benchmarks' captures) sees every call.
+_run_triton = triton_backend.run_triton
+_environ = os.environ
+
+
+def clear_call_cache() -> None:
+    """Forget every prepared call signature."""
+    _calls.clear()
+
+
+def _remember(key, prepared: _Prepared, caches) -> None:
+    """Keep ``prepared`` for ``key`` until the cache tensors' owners are freed.
+
+    The key holds each cache's data_ptr, and ``prepared`` its views (aliases made by detach(),
+    so they pin the memory, not the tensor objects): a weakref to the tensor that owns each
+    cache (its ``_base``, for a view such as ``kv_cache[layer]``) drops the entry, and with it
+    the memory, when the caller frees the cache.
+    """
+    if len(_calls) >= _CALLS_MAX:
+        _calls.clear()
+    token = id(prepared)
+
+    def forget(_ref, key=key, token=token):
+        if id(_calls.get(key)) == token:
+            del _calls[key]
+
+    prepared.cache_refs = tuple(weakref.ref(c if c._base is None else c._base, forget) for c in caches)
+    _calls[key] = prepared
+
+
+def _alias(t):
+    """``t`` as a new tensor object over the same memory that keeps no reference to ``t``."""
+    return t.detach() if isinstance(t, torch.Tensor) else t
+
+
 def _check_tensor(name, t, *, dtypes, shape, device, allow_none=False):
     if t is None:
         if allow_none:
@@ -110,7 +180,42 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     extra cache, SM120 model1), "torch" (the fp32 reference), or "auto": the environment
     variable SPARSEMLA_BACKEND if set, else on CUDA the tuned table's choice (Triton unless
     it names FlashInfer and FlashInfer can run the call), on the CPU the reference.
+
+    With ``out`` given, a Triton call allocates nothing and never syncs with the host (a serving
+    engine can capture it in a CUDA graph). A call whose signature (every shape, stride, dtype and
+    device, the caches' addresses, every option but ``sm_scale``) was validated before skips
+    validation: its spec, config, cache views and launch arguments are kept per signature.
     """
+    key = None
+    if backend == "triton" or backend == "auto":
+        try:
+            # What validity and specialization depend on; sm_scale and the index values are
+            # checked per call. Environment variables matter only for auto or on the CPU.
+            env = _environ.get("SPARSEMLA_BACKEND") if backend == "auto" else None
+            if not q.is_cuda:
+                env = (env, _environ.get("TRITON_INTERPRET"), _environ.get("SPARSEMLA_ARCH"))
+            key = (env, backend, kv_format, d_v, page_size, kv_scale, return_lse, config, compute_dtype,
+                   check_indices, q.shape, q.stride(), q.dtype, q.device,
+                   kv_cache.shape, kv_cache.stride(), kv_cache.dtype, kv_cache.device, kv_cache.data_ptr(),
+                   indices.shape, indices.stride(), indices.dtype, indices.device,
+                   None if out is None else (out.shape, out.stride(), out.dtype, out.device),
+                   None if topk_length is None else (topk_length.shape, topk_length.dtype, topk_length.device),
+                   None if attn_sink is None else (attn_sink.shape, attn_sink.dtype, attn_sink.device),
+                   None if extra_kv_cache is None else (
+                       extra_kv_cache.shape, extra_kv_cache.stride(), extra_kv_cache.dtype, extra_kv_cache.device,
+                       extra_kv_cache.data_ptr(), extra_page_size, extra_kv_scale),
+                   None if extra_indices is None else (
+                       extra_indices.shape, extra_indices.stride(), extra_indices.dtype, extra_indices.device),
+                   None if extra_topk_length is None else (
+                       extra_topk_length.shape, extra_topk_length.dtype, extra_topk_length.device))
+            prepared = _calls.get(key)
+        except Exception:  # not tensors, or unhashable options: the checks below report them
+            key = prepared = None
+        if prepared is not None and triton_backend.run_triton is _run_triton:
+            if not isinstance(sm_scale, (int, float)) or not sm_scale > 0:
+                raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float")
+            return prepared(q, indices, sm_scale, out, topk_length, attn_sink, extra_indices, extra_topk_length)
+
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r}: expected one of {BACKENDS}")
     if not isinstance(q, torch.Tensor):
@@ -126,7 +231,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     if not isinstance(sm_scale, (int, float)) or not sm_scale > 0:
         raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float")
     dev = q.device
-    view = describe_cache(kv_cache, kv_format, d_qk, d_v, page_size=page_size, kv_scale=kv_scale,
+    view = describe_cache(_alias(kv_cache), kv_format, d_qk, d_v, page_size=page_size, kv_scale=kv_scale,
                           q_dtype=q.dtype)
     if kv_cache.device != dev:
         raise ValueError(f"kv_cache: on {kv_cache.device}, expected q's device {dev}")
@@ -145,7 +250,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     if extra_kv_cache is None and extra_topk_length is not None:
         raise ValueError("extra_topk_length: given without extra_kv_cache")
     if extra_kv_cache is not None:
-        xview = describe_cache(extra_kv_cache, kv_format, d_qk, d_v, name="extra_kv_cache",
+        xview = describe_cache(_alias(extra_kv_cache), kv_format, d_qk, d_v, name="extra_kv_cache",
                                page_size=extra_page_size, kv_scale=extra_kv_scale, q_dtype=q.dtype)
         if extra_kv_cache.device != dev:
             raise ValueError(f"extra_kv_cache: on {extra_kv_cache.device}, expected q's device {dev}")
@@ -216,8 +321,17 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         return (out, lse) if return_lse else out
     from sparsemla.runtime.dispatch import select_config
     cfg = (config.check(spec) if config is not None else select_config(spec, T, dev))
-    from .triton_backend import run_triton
-    run_triton(spec, cfg, q, view, indices, float(sm_scale), out, lse, topk_length=topk_length,
-               attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
-               extra_topk_length=extra_topk_length)
+    if triton_backend.run_triton is not _run_triton:  # replaced: it sees the call
+        triton_backend.run_triton(spec, cfg, q, view, indices, float(sm_scale), out, lse, topk_length=topk_length,
+                                  attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
+                                  extra_topk_length=extra_topk_length)
+        return (out, lse) if return_lse else out
+    launch = triton_backend.TritonLaunch(spec, cfg, q, view, indices, out, lse, topk_length=topk_length,
+                                         attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
+                                         extra_topk_length=extra_topk_length)
+    launch(q, indices, float(sm_scale), out, lse, topk_length, attn_sink, extra_indices, extra_topk_length)
+    if key is not None and not isinstance(kv_scale, torch.Tensor) and not isinstance(extra_kv_scale, torch.Tensor):
+        # (a tensor kv_scale would be keyed by identity, but its value may change in place)
+        _remember(key, _Prepared(spec, cfg, view, xview, launch, check_indices, out),
+                  [c for c in (kv_cache, extra_kv_cache) if c is not None])
     return (out, lse) if return_lse else out

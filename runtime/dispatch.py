@@ -57,3 +57,5 @@ def clear_cache() -> None:
     """Forget GPU names and tables read so far (after writing a table, or in tests)."""
     for f in (_gpu, _table, lookup):
         f.cache_clear()
+    from .api import clear_call_cache  # sparse_mla keeps the configs it chose per call signature
+    clear_call_cache()
