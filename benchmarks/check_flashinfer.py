@@ -1,6 +1,7 @@
 """GPU check of the FlashInfer backend, the dispatch overhead and CUDA-graph capture (SM90).
 
   python benchmarks/check_flashinfer.py            # needs a GPU; FlashInfer for its part
+  python benchmarks/check_flashinfer.py --overhead-only   # parts 3-4 only
 
 1. run_flashinfer (through sparse_mla(backend="flashinfer")) against the PyTorch reference:
    bf16 and fp8_e4m3 caches, rope 64 and NoPE, -1 indices, topk_length, a row with nothing
@@ -246,7 +247,9 @@ def main():
     cc = torch.cuda.get_device_capability()
     print(f"{torch.cuda.get_device_name()} (sm_{cc[0]}{cc[1]}), torch {torch.__version__}, "
           f"flashinfer {fb.version() or 'not installed'}")
-    if fb.available() and cc[0] == 9:
+    if "--overhead-only" in sys.argv:
+        print("== 1-2 skipped (--overhead-only)")
+    elif fb.available() and cc[0] == 9:
         check_correctness()
         time_plan()
     else:
