@@ -1,12 +1,18 @@
-"""GPU benchmark of the page and index kernels: correctness against the PyTorch references,
-then timings inside captured CUDA graphs (replay timed with events, median of repeats).
+"""GPU benchmark of the page and index kernels: correctness against the PyTorch references (eager and
+replayed from CUDA graphs), then timings inside captured CUDA graphs.
 
-  python benchmarks/bench_paging.py [--quick] [--out DIR]
+  python benchmarks/bench_paging.py [--quick] [--no-sweep] [--out DIR]
 
-Rows: page_split 256 -> 64 over a ~2 GB MODEL1 pool, all pages and a partly touched pool (GB/s as
-bytes read + written, and the fraction of a torch device-to-device copy of the same bytes measured
-here); convert_indices at T=256, topk=2048 (target: under 5 us); pack_valid_prefix at T=256,
-W=2048. Writes benchmarks/results/paging_<gpu>.json and prints a Markdown table last.
+Timing: a CUDA graph holding ``inner`` back-to-back calls, replayed; each replay event-timed; the
+median of the replays divided by ``inner``. The eager column times the same ``inner`` calls launched
+from Python (host overhead included), as a secondary number.
+Rows: page_split 256 -> 64 over a ~2 GB MODEL1 pool, all pages, a partly touched pool and ids that
+all fall in 4 pages (the touched path's fixed cost) (GB/s as bytes read + written, padding excluded), each next to a torch device-to-device copy of the same bytes
+(``copy_``, and an elementwise copy kernel on the SMs) captured the same way; target: page_split at
+>= 80% of the copy_ bandwidth. convert_indices at T=256, topk=2048 (target: under 5 us);
+pack_valid_prefix at T=256, W=2048. The sweep times a few configs of the two kernels with targets.
+Writes benchmarks/results/paging_<gpu>.json and prints the Markdown table last. Works with Triton 3.6
+and newer (it only calls sparsemla).
 """
 from __future__ import annotations
 
@@ -15,42 +21,68 @@ import json
 import os
 import platform
 import statistics
+import time
 
 import torch
 
 import sparsemla
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
+from sparsemla.gen.paging import ConvertIndicesSpec, PagingConfig, PageSplitSpec
+from sparsemla.runtime import paging
+from sparsemla.runtime.api import device_arch
 from sparsemla.runtime.paging import (convert_indices_reference, pack_valid_prefix_reference,
                                       page_split_reference)
 
 DEV = torch.device("cuda")
 ROW = M1_DATA_ROW_BYTES + M1_SCALE_ROW_BYTES  # bytes a token's rows take (data + scale)
+SPLIT_TARGET, CONVERT_TARGET_US = 0.8, 5.0
 
 
-def graph_us(fn, inner: int, repeats: int) -> float:
-    """Median microseconds of one ``fn()`` replayed from a CUDA graph holding ``inner`` calls."""
+def _warm(fn):
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up (and compile) outside the capture
+    with torch.cuda.stream(side):  # warm-up (compile, allocate persistent buffers) outside the capture
         for _ in range(3):
             fn()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
+
+
+def capture(fn, inner: int) -> torch.cuda.CUDAGraph:
+    """A CUDA graph of ``inner`` back-to-back ``fn()`` calls (warmed up first)."""
+    _warm(fn)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(inner):
             fn()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def _median_us(run, inner: int, repeats: int) -> float:
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        graph.replay()
+        run()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000.0 / inner)
     return statistics.median(times)
+
+
+def timed(fn, inner: int, repeats: int) -> dict:
+    """us per call: from a graph of ``inner`` calls (``us``) and launched eagerly (``eager_us``)."""
+    graph = capture(fn, inner)
+    us = _median_us(graph.replay, inner, repeats)
+    del graph
+
+    def eager():
+        for _ in range(inner):
+            fn()
+    eager_us = _median_us(eager, inner, max(3, repeats // 4))
+    return dict(us=us, eager_us=eager_us, inner=inner)
 
 
 def make_pool(n_pages: int, page_size: int, gen) -> torch.Tensor:
@@ -68,19 +100,31 @@ def convert_problem(T, topk, page_size, num_reqs, max_blocks, gen):
     return req, table, local
 
 
+def touched_tokens(n_pages, P, hot_pages, shape, gen, invalid=0.1):
+    """Token ids of ``shape`` over ``hot_pages`` random source pages, a fraction ``invalid`` -1."""
+    hot = torch.randperm(n_pages, device=DEV, generator=gen)[:hot_pages]
+    tok = hot[torch.randint(0, hot.numel(), shape, device=DEV, generator=gen)] * P
+    tok = (tok + torch.randint(0, P, tok.shape, device=DEV, generator=gen)).to(torch.int32)
+    tok[torch.rand(tok.shape, device=DEV, generator=gen) < invalid] = -1
+    return tok
+
+
 def check_correctness(gen) -> list[str]:
     """Each function on CUDA against its reference; returns the names checked (raises on a mismatch)."""
     checked = []
     for page_size, stride in ((64, None), (1, None), (16, 24)):
         req, table, local = convert_problem(37, 2048, page_size, 5, 64, gen)
         req[0] = 99  # a request past the table
+        local[1] = -1  # a row with nothing valid
         for compact in (False, True):
-            got = sparsemla.convert_indices(req, table, local, page_size=page_size, block_stride_rows=stride,
-                                            return_valid_counts=compact)
-            want = convert_indices_reference(req, table, local, page_size=page_size,
-                                             block_stride_rows=stride, return_valid_counts=compact)
-            for g, w in zip(*(x if compact else (x,) for x in (got, want))):
-                assert torch.equal(g, w), f"convert_indices page_size={page_size} compact={compact}"
+            # One pass per row; with a block under topk, chunks and a fill pass.
+            for cfg in (None, PagingConfig(256, 4)) if page_size == 64 else (None,):
+                got = paging.convert_indices(req, table, local, page_size=page_size, block_stride_rows=stride,
+                                             return_valid_counts=compact, config=cfg)
+                want = convert_indices_reference(req, table, local, page_size=page_size,
+                                                 block_stride_rows=stride, return_valid_counts=compact)
+                for g, w in zip(*(x if compact else (x,) for x in (got, want))):
+                    assert torch.equal(g, w), f"convert_indices page_size={page_size} compact={compact} {cfg}"
             checked.append(f"convert_indices p{page_size} compact={compact}")
     slots = torch.randint(-1, 1 << 20, (33, 2048), device=DEV, dtype=torch.int32, generator=gen)
     lens = torch.randint(0, 2100, (33,), device=DEV, generator=gen)
@@ -89,48 +133,118 @@ def check_correctness(gen) -> list[str]:
     assert torch.equal(sparsemla.pack_valid_prefix(slots, indptr), pack_valid_prefix_reference(slots, indptr))
     checked.append("pack_valid_prefix")
     for P in (128, 256, 512):
-        src = make_pool(40, P, gen)
-        shape = (40 * P // 64, model1_page_bytes(64))
+        N = 600
+        src = make_pool(N, P, gen)
+        shape = (N * P // 64, model1_page_bytes(64))
         got = sparsemla.page_split(src, src_page_size=P, out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
         want = page_split_reference(src, src_page_size=P, out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
         assert torch.equal(got, want), f"page_split {P} all pages"
-        tok = torch.randint(-1, 40 * P, (3, 5), device=DEV, generator=gen)
-        got = sparsemla.page_split(src, src_page_size=P, touched_indices=tok,
-                                   out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-        want = page_split_reference(src, src_page_size=P, touched_indices=tok,
-                                    out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-        assert torch.equal(got, want), f"page_split {P} touched"
+        for tok in (torch.randint(-1, N * P, (3, 5), device=DEV, generator=gen),  # a few pages
+                    touched_tokens(N, P, 150, (64, 512), gen),  # many duplicates, more pages than programs
+                    touched_tokens(N, P, N, (8, 4096), gen).t(),  # every page, strided int32
+                    torch.full((7,), -1, device=DEV, dtype=torch.int64)):  # nothing
+            got = sparsemla.page_split(src, src_page_size=P, touched_indices=tok,
+                                       out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
+            want = page_split_reference(src, src_page_size=P, touched_indices=tok,
+                                        out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
+            assert torch.equal(got, want), f"page_split {P} touched"
         checked.append(f"page_split {P}->64")
+    checked += check_graph_replay(gen)
     return checked
 
 
-def bench_page_split(gen, pool_gb: float, repeats: int) -> list[dict]:
+def check_graph_replay(gen) -> list[str]:
+    """page_split of touched pages and compacting convert_indices captured once, inputs changed in
+    place between replays: every replay gives the reference result (page_split's page marks are
+    back to zero after each call)."""
+    P, N = 256, 500
+    src = make_pool(N, P, gen)
+    out = torch.full((N * P // 64, model1_page_bytes(64)), 0xA5, dtype=torch.uint8, device=DEV)
+    tok = touched_tokens(N, P, 40, (32, 256), gen)
+    req, table, local = convert_problem(64, 2048, 64, 4, 40, gen)
+
+    result = []
+
+    def step():
+        sparsemla.page_split(src, src_page_size=P, touched_indices=tok, out=out)
+        result[:] = sparsemla.convert_indices(req, table, local, page_size=64, return_valid_counts=True)
+
+    graph = capture(step, 2)  # two calls in one graph: the second sees the state the first left
+    for i in range(3):
+        tok.copy_(touched_tokens(N, P, 40 + 100 * i, (32, 256), gen))
+        local.copy_(convert_problem(64, 2048, 64, 4, 40, gen)[2])
+        out.fill_(0xA5)
+        graph.replay()
+        want = page_split_reference(src, src_page_size=P, touched_indices=tok,
+                                    out=torch.full_like(out, 0xA5))
+        assert torch.equal(out, want), f"page_split touched, graph replay {i}"
+        want_slots, want_counts = convert_indices_reference(req, table, local, page_size=64,
+                                                            return_valid_counts=True)
+        slots, counts = result  # the outputs of the graph's last call, rewritten by each replay
+        assert torch.equal(slots, want_slots) and torch.equal(counts, want_counts), f"convert replay {i}"
+    assert int(paging._list_buffers[src.device].marks.abs().sum()) == 0, "page marks left set"
+    return ["page_split touched + convert_indices compact, CUDA graph replays"]
+
+
+def _split_row(kernel, shape, t, moved, copy, best, target=True):
+    row = dict(kernel=kernel, shape=shape, **t, gbs=moved / t["us"] / 1e3, of_copy=copy["us"] / t["us"],
+               of_best_copy=best["us"] / t["us"])
+    if target:
+        row.update(target=f">= {SPLIT_TARGET:g} of copy_", meets_target=copy["us"] / t["us"] >= SPLIT_TARGET)
+    return row
+
+
+def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[list[dict], list[dict]]:
     P, D = 256, 64
     n = int(pool_gb * 1e9) // model1_page_bytes(P)
     src = make_pool(n, P, gen)
     dst = torch.zeros(n * P // D, model1_page_bytes(D), dtype=torch.uint8, device=DEV)
-    total = src.numel()  # == dst.numel(): four 64-token pages take the bytes of one 256-token page
-    copy_us = graph_us(lambda: dst.view(-1).copy_(src.view(-1)), 1, repeats)
-    copy_gbs = 2 * total / copy_us / 1e3
-    rows = [dict(kernel="torch copy_ (d2d)", shape=f"{total / 1e9:.2f} GB", us=copy_us, gbs=copy_gbs,
-                 of_copy=1.0)]
+    flat_src, flat_dst = src.view(-1), dst.view(-1)
 
-    all_us = graph_us(lambda: sparsemla.page_split(src, src_page_size=P, out=dst), 1, repeats)
-    moved = 2 * n * P * ROW  # data + scale rows read and written; padding is not touched
-    rows.append(dict(kernel="page_split 256->64, all pages", shape=f"{n} pages, {total / 1e9:.2f} GB",
-                     us=all_us, gbs=moved / all_us / 1e3, of_copy=moved / all_us / 1e3 / copy_gbs))
+    def copies(nbytes: int, inner: int, label: str) -> tuple[list[dict], dict, dict]:
+        """torch copy_ (device-to-device memcpy) and an elementwise copy kernel of ``nbytes``."""
+        a, b = flat_src[:nbytes], flat_dst[:nbytes]
+        a64, b64 = a.view(torch.int64), b.view(torch.int64)  # nbytes is a multiple of 8
+        copy = timed(lambda: b.copy_(a), inner, repeats)
+        sm = timed(lambda: torch.bitwise_or(a64, 0, out=b64), inner, repeats)
+        rows = [dict(kernel="torch copy_ (d2d)", shape=label, **copy, gbs=2 * nbytes / copy["us"] / 1e3),
+                dict(kernel="torch elementwise copy (SMs)", shape=label, **sm, gbs=2 * nbytes / sm["us"] / 1e3)]
+        return rows, copy, min(copy, sm, key=lambda t: t["us"])
 
+    # The copies write into dst: all of them run before page_split fills it.
+    moved_all = 2 * n * P * ROW  # data + scale rows read and written; padding is not touched
+    rows, copy_all, best_all = copies(moved_all // 2, 2, f"{moved_all / 2e9:.2f} GB")
     # Partly touched: a decode step's top-k ids (T=256 x 2048, 10% -1) over 1/16 of the pages.
-    hot = torch.randperm(n, device=DEV, generator=gen)[: max(1, n // 16)]
-    tok = hot[torch.randint(0, hot.numel(), (256, 2048), device=DEV, generator=gen)] * P
-    tok = (tok + torch.randint(0, P, tok.shape, device=DEV, generator=gen)).to(torch.int32)
-    tok[torch.rand(tok.shape, device=DEV, generator=gen) < 0.1] = -1
-    touched_pages = int(torch.unique(tok[tok >= 0] // P).numel())
-    part_us = graph_us(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=tok, out=dst),
-                       1, repeats)
-    moved = 2 * touched_pages * P * ROW
-    rows.append(dict(kernel="page_split 256->64, touched", shape=f"{touched_pages}/{n} pages, ids 256x2048",
-                     us=part_us, gbs=moved / part_us / 1e3, of_copy=moved / part_us / 1e3 / copy_gbs))
+    tok = touched_tokens(n, P, max(1, n // 16), (256, 2048), gen)
+    touched = int(torch.unique(tok[tok >= 0] // P).numel())
+    moved = 2 * touched * P * ROW
+    inner = 10
+    copy_rows, copy, best = copies(moved // 2, inner, f"{moved / 2e9:.3f} GB")
+    # Concentrated: the same ids over 4 pages (a short request): the fixed cost of the touched path.
+    few = touched_tokens(n, P, 4, (256, 2048), gen)
+    few_moved = 2 * int(torch.unique(few[few >= 0] // P).numel()) * P * ROW
+    few_rows, few_copy, few_best = copies(few_moved // 2, 50, f"{few_moved / 2e6:.1f} MB")
+
+    t = timed(lambda: sparsemla.page_split(src, src_page_size=P, out=dst), 2, repeats)
+    rows.append(_split_row("page_split 256->64, all pages", f"{n} pages, {moved_all / 2e9:.2f} GB", t,
+                           moved_all, copy_all, best_all))
+    rows += copy_rows
+    cfg = PageSplitSpec(P, D, device_arch(DEV)).default_config(touched=True)
+    t = timed(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=tok, out=dst), inner, repeats)
+    rows.append(_split_row("page_split 256->64, touched", f"{touched}/{n} pages, ids 256x2048", t, moved,
+                           copy, best) | dict(config=str(cfg)))
+    rows += few_rows
+    t = timed(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=few, out=dst), 50, repeats)
+    rows.append(_split_row("page_split 256->64, touched", "4 pages, ids 256x2048", t, few_moved, few_copy,
+                           few_best, target=False) | dict(config=str(cfg)))
+    sweep_rows = []
+    if sweep:
+        for warps, per_sm in ((4, 4), (4, 8), (8, 2), (8, 4), (16, 2)):
+            c = PagingConfig(cfg.block, warps, per_sm)
+            ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
+                       inner, repeats)
+            sweep_rows.append(_split_row("page_split touched", f"num_warps={warps}, programs_per_sm={per_sm}",
+                                         ts, moved, copy, best) | dict(config=str(c)))
 
     # The graph-replayed result is right: spot-check pages against the reference.
     for i in torch.randint(0, n, (8,), generator=torch.Generator().manual_seed(0)).tolist():
@@ -140,39 +254,53 @@ def bench_page_split(gen, pool_gb: float, repeats: int) -> list[dict]:
         assert torch.equal(got[:, :pad], want[:, :pad]), f"page_split page {i} after replay"
     del src, dst
     torch.cuda.empty_cache()
-    return rows
+    return rows, sweep_rows
 
 
-def bench_indices(gen, repeats: int) -> list[dict]:
+def bench_indices(gen, repeats: int, sweep: bool) -> tuple[list[dict], list[dict]]:
     T, K, ps = 256, 2048, 64
     req, table, local = convert_problem(T, K, ps, 64, 2048, gen)
-    rows = []
+    spec = ConvertIndicesSpec(ps, K, device_arch(DEV))
+    rows, sweep_rows = [], []
+
+    def convert_row(name, shape, t, cfg):
+        return dict(kernel=name, shape=shape, **t, gbs=T * K * 8 / t["us"] / 1e3, config=str(cfg),
+                    target=f"< {CONVERT_TARGET_US:g} us", meets_target=t["us"] < CONVERT_TARGET_US)
+
     for compact in (False, True):
-        us = graph_us(lambda: sparsemla.convert_indices(req, table, local, page_size=ps,
-                                                        return_valid_counts=compact), 100, repeats)
-        rows.append(dict(kernel=f"convert_indices{' (compact + counts)' if compact else ''}",
-                         shape=f"T={T}, topk={K}, page {ps}", us=us, gbs=T * K * 8 / us / 1e3,
-                         target_us=5.0, meets_target=us < 5.0))
+        cfg = spec.default_config(compact=compact)
+        t = timed(lambda: sparsemla.convert_indices(req, table, local, page_size=ps,
+                                                    return_valid_counts=compact), 100, repeats)
+        rows.append(convert_row(f"convert_indices{' (compact + counts)' if compact else ''}",
+                                f"T={T}, topk={K}, page {ps}", t, cfg))
+    if sweep:
+        for block, warps in ((2048, 4), (2048, 8), (2048, 16), (1024, 4)):
+            c = PagingConfig(block, warps)
+            t = timed(lambda: paging.convert_indices(req, table, local, page_size=ps, return_valid_counts=True,
+                                                     config=c), 100, repeats)
+            sweep_rows.append(convert_row("convert_indices compact", f"block={block}, num_warps={warps}", t, c))
     W = 2048
     slots = torch.randint(-1, 1 << 24, (T, W), device=DEV, dtype=torch.int32, generator=gen)
     lens = torch.randint(0, W + 1, (T,), device=DEV, generator=gen)
     indptr = torch.zeros(T + 1, dtype=torch.int32, device=DEV)
     indptr[1:] = torch.cumsum(lens, 0)
     out = torch.empty(T * W, dtype=torch.int32, device=DEV)
-    us = graph_us(lambda: sparsemla.pack_valid_prefix(slots, indptr, out=out), 100, repeats)
+    t = timed(lambda: sparsemla.pack_valid_prefix(slots, indptr, out=out), 100, repeats)
     n = int(lens.sum())
-    rows.append(dict(kernel="pack_valid_prefix (out=)", shape=f"T={T}, W={W}, {n} kept", us=us,
-                     gbs=2 * n * 4 / us / 1e3))
-    return rows
+    rows.append(dict(kernel="pack_valid_prefix (out=)", shape=f"T={T}, W={W}, {n} kept", **t,
+                     gbs=2 * n * 4 / t["us"] / 1e3))
+    return rows, sweep_rows
 
 
 def markdown(rows) -> str:
-    lines = ["| kernel | shape | us | GB/s | of d2d copy | note |", "|---|---|---|---|---|---|"]
+    lines = ["| kernel | shape | us (graph) | GB/s | of copy_ | of best copy | us (eager) | note |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         of = f"{r['of_copy']:.2f}" if "of_copy" in r else ""
-        note = (f"target < {r['target_us']:g} us: {'met' if r['meets_target'] else 'MISSED'}"
-                if "target_us" in r else "")
-        lines.append(f"| {r['kernel']} | {r['shape']} | {r['us']:.2f} | {r['gbs']:,.0f} | {of} | {note} |")
+        best = f"{r['of_best_copy']:.2f}" if "of_best_copy" in r else ""
+        note = f"target {r['target']}: {'met' if r['meets_target'] else 'MISSED'}" if "target" in r else ""
+        lines.append(f"| {r['kernel']} | {r['shape']} | {r['us']:.2f} | {r['gbs']:,.0f} | {of} | {best} | "
+                     f"{r['eager_us']:.2f} | {note} |")
     return "\n".join(lines)
 
 
@@ -181,23 +309,32 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"),
                     help="folder for paging_<gpu>.json")
     ap.add_argument("--quick", action="store_true", help="a 0.25 GB pool and fewer repeats")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the config sweep")
     args = ap.parse_args()
     import triton
 
+    t0 = time.time()
     gen = torch.Generator(device=DEV).manual_seed(0)
     repeats = 5 if args.quick else 20
     checked = check_correctness(gen)
-    print(f"correct on {torch.cuda.get_device_name()}: {', '.join(checked)}")
-    rows = bench_page_split(gen, 0.25 if args.quick else 2.0, repeats) + bench_indices(gen, repeats)
     gpu = torch.cuda.get_device_name()
+    print(f"correct on {gpu}: {', '.join(checked)}")
+    split_rows, split_sweep = bench_page_split(gen, 0.25 if args.quick else 2.0, repeats, not args.no_sweep)
+    index_rows, index_sweep = bench_indices(gen, repeats, not args.no_sweep)
+    rows, sweep = split_rows + index_rows, split_sweep + index_sweep
     result = dict(gpu=gpu, torch=torch.__version__, triton=triton.__version__, python=platform.python_version(),
                   sparsemla=sparsemla.__version__, quick=args.quick, repeats=repeats,
-                  timing="CUDA graph replay, event-timed, median; us per call", checked=checked, rows=rows)
+                  timing="CUDA graph of `inner` back-to-back calls, replays event-timed, median / inner; "
+                         "eager_us: the same calls launched from Python",
+                  checked=checked, rows=rows, sweep=sweep, seconds=round(time.time() - t0, 1))
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"paging_{gpu.replace(' ', '_')}.json")
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
-    print(f"wrote {path}\n")
+    print(f"wrote {path} ({result['seconds']} s)\n")
+    if sweep:
+        print("Config sweep (the defaults are in the table below):\n")
+        print(markdown(sweep) + "\n")
     print(markdown(rows))
 
 

@@ -17,7 +17,11 @@ from .spec import ARCHS, next_pow2
 # Elements per program step and warps, by arch: the ~99 KB-shared-memory parts (sm120/121) have
 # fewer registers in flight per SM, so they take smaller steps.
 _DEFAULT_BLOCK = {"sm90": 1024, "sm120": 512, "sm121": 512}
-MARK_BLOCK = 1024  # token ids per program of page_split's mark kernel
+# convert_indices with compaction takes a whole row per program step when it fits this.
+_COMPACT_BLOCK = {"sm90": 4096, "sm120": 2048, "sm121": 2048}
+MARK_BLOCK = 1024  # token ids (or page marks) per program of page_split's mark (compact) kernel
+PIECE_WORDS = 1024  # largest piece (8-byte words) of one load in page_split's list kernel
+INFLIGHT_WORDS = 8192  # most words page_split's list kernel loads before it stores them (64 KB)
 
 
 def _pow2(x) -> bool:
@@ -38,10 +42,12 @@ def _check_arch(obj):
 @dataclass(frozen=True)
 class PagingConfig:
     """Tunables of one paging kernel launch: ``block`` elements (index entries or 8-byte
-    words) per program step, and ``num_warps``."""
+    words) per program step, ``num_warps``, and for a kernel with a fixed grid that strides
+    over its work (page_split of touched pages), ``programs_per_sm``."""
 
     block: int = 1024
     num_warps: int = 4
+    programs_per_sm: int = 4
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -50,6 +56,9 @@ class PagingConfig:
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"PagingConfig.num_warps={self.num_warps!r} for {spec.key}: "
                              f"expected one of 1, 2, 4, 8, 16")
+        if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
+            raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
+                             f"expected an int in 1..32")
         return self
 
 
@@ -83,7 +92,9 @@ class ConvertIndicesSpec(_Spec):
     def template_context(self) -> dict:
         return {}
 
-    def default_config(self) -> PagingConfig:
+    def default_config(self, compact: bool = False) -> PagingConfig:
+        if compact:  # one pass over the whole row: a block-wide prefix sum places every entry
+            return PagingConfig(min(_COMPACT_BLOCK[self.arch], max(64, next_pow2(self.topk))), 8)
         return PagingConfig(min(_DEFAULT_BLOCK[self.arch], max(64, next_pow2(self.topk))), 4)
 
 
@@ -141,12 +152,39 @@ class PageSplitSpec(_Spec):
                     dst_page_words=model1_page_bytes(D) // 8,
                     data_words=D * M1_DATA_ROW_BYTES // 8,
                     scale_words=D * M1_SCALE_ROW_BYTES // 8,
-                    src_scale_words=P * M1_DATA_ROW_BYTES // 8)
+                    src_scale_words=P * M1_DATA_ROW_BYTES // 8,
+                    groups=self.copy_groups())
 
-    def default_config(self) -> PagingConfig:
+    def copy_groups(self) -> list[list[dict]]:
+        """One destination page's words as power-of-two pieces of at most PIECE_WORDS (each a dict
+        of kind "data"/"scale", src: offset in that region of the source part, dst: offset in the
+        destination page, size), grouped into at most INFLIGHT_WORDS words per group."""
+        D = self.dst_page_size
+        pieces = []
+        for kind, words, dst0 in (("data", D * M1_DATA_ROW_BYTES // 8, 0),
+                                  ("scale", D * M1_SCALE_ROW_BYTES // 8, D * M1_DATA_ROW_BYTES // 8)):
+            off = 0
+            while off < words:
+                size = min(PIECE_WORDS, 1 << ((words - off).bit_length() - 1))
+                pieces.append(dict(kind=kind, src=off, dst=dst0 + off, size=size))
+                off += size
+        groups, words = [[]], 0
+        for p in pieces:
+            if words + p["size"] > INFLIGHT_WORDS:
+                groups, words = groups + [[]], 0
+            groups[-1].append(p)
+            words += p["size"]
+        return groups
+
+    def default_config(self, touched: bool = False) -> PagingConfig:
+        """Every page: ``block`` words per step, one program per destination page. Touched pages
+        only: ``num_warps`` and ``programs_per_sm`` of the list kernel's fixed grid (its pieces
+        come from the spec, ``block`` is not used)."""
         # A power of two that divides the data words when it can, so the last step is not half empty.
         data_words = self.dst_page_size * M1_DATA_ROW_BYTES // 8
         block = min(_DEFAULT_BLOCK[self.arch], max(64, data_words & -data_words))
+        if touched:
+            return PagingConfig(block, 8, 4)
         return PagingConfig(block, 4)
 
 
@@ -155,24 +193,33 @@ _ARG_TYPES = {
     "convert_indices_kernel": dict(req_ids="*i32", block_table="*i32", local="*i32", out="*i32",
                                    counts="*i32"),
     "pack_valid_prefix_kernel": dict(slots="*i32", indptr="*i32", out="*i32"),
-    "page_mark_kernel": dict(touched="*i32", marks="*i8"),
-    "page_split_kernel": dict(src="*i64", dst="*i64", marks="*i8"),
+    "page_mark_kernel": dict(touched="*i32", marks="*i8", count="*i32"),
+    "page_compact_kernel": dict(marks="*i8", pages="*i32", count="*i32"),
+    "page_split_kernel": dict(src="*i64", dst="*i64"),
+    "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32"),
 }
 
 
-def _kernel_variants(spec, config: PagingConfig) -> list[tuple[str, dict]]:
-    """(kernel name, constexprs) of every variant the runtime launches for ``spec``."""
+def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict, PagingConfig]]:
+    """(kernel name, constexprs, config) of every variant the runtime launches for ``spec``;
+    ``config`` (None: each variant's default) replaces the defaults."""
     if isinstance(spec, ConvertIndicesSpec):
-        return [("convert_indices_kernel", dict(COMPACT=c, BLOCK_K=config.block)) for c in (False, True)]
+        return [("convert_indices_kernel", dict(COMPACT=c, BLOCK_K=cfg.block), cfg)
+                for c in (False, True) for cfg in [config or spec.default_config(compact=c)]]
     if isinstance(spec, PackValidPrefixSpec):
-        return [("pack_valid_prefix_kernel", dict(BLOCK=config.block))]
-    return [("page_mark_kernel", dict(BLOCK=MARK_BLOCK))] + \
-        [("page_split_kernel", dict(HAS_MARKS=m, BLOCK=config.block)) for m in (False, True)]
+        cfg = config or spec.default_config()
+        return [("pack_valid_prefix_kernel", dict(BLOCK=cfg.block), cfg)]
+    full, touched = config or spec.default_config(), config or spec.default_config(touched=True)
+    return [("page_split_kernel", dict(BLOCK=full.block), full),
+            ("page_mark_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
+            ("page_compact_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
+            ("page_split_list_kernel", {}, touched)]
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:
     """Compile every kernel variant of ``spec`` for ``arch`` (default spec.arch) with Triton's
-    GPU pipeline; returns {"kernel{constexprs}": shared bytes}. Raises RuntimeError naming
+    GPU pipeline with each variant's default config, or ``config`` for all of them; returns
+    {"kernel{constexprs}": shared bytes}. Raises RuntimeError naming
     the spec, arch and kernel that failed to build.
 
     Call it in a process that did not import triton under TRITON_INTERPRET=1: there Triton's
@@ -187,10 +234,11 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
     arch = arch or spec.arch
     if arch not in ARCHS:
         raise ValueError(f"arch={arch!r}: expected one of {tuple(ARCHS)}")
-    config = (config or spec.default_config()).check(spec)
+    if config is not None:
+        config.check(spec)
     mod = load_compilable_module(spec)
     out = {}
-    for name, constexprs in _kernel_variants(spec, config):
+    for name, constexprs, cfg in _kernel_variants(spec, config):
         fn = getattr(mod, name)
         types = _ARG_TYPES[name]
         sig, attrs = {}, {}
@@ -206,7 +254,7 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
         try:
             compiled = triton.compile(ASTSource(fn, sig, constexprs, attrs),
                                       target=GPUTarget("cuda", ARCHS[arch].cc, 32),
-                                      options={"num_warps": config.num_warps})
+                                      options={"num_warps": cfg.num_warps})
         except Exception as e:
             raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: "
                                f"{type(e).__name__}: {e}") from e

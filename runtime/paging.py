@@ -17,7 +17,8 @@ from .api import _interpreting, device_arch
 
 _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
 _split_buffers: dict = {}  # (device, buffer_tag) -> persistent page_split output
-_mark_buffers: dict = {}  # device -> int8 page marks (grown, never shrunk)
+_list_buffers: dict = {}  # device -> _PageList (grown, never shrunk)
+_sm_counts: dict = {}  # device -> multiprocessor count
 
 
 def _use_kernels(dev: torch.device) -> bool:
@@ -93,7 +94,7 @@ def convert_indices(req_id_per_token, block_table, local_indices, *, page_size,
                                          page_size=page_size, block_stride_rows=stride,
                                          return_valid_counts=return_valid_counts)
     spec = ConvertIndicesSpec(page_size, K, device_arch(dev))
-    cfg = (config or spec.default_config()).check(spec)
+    cfg = (config or spec.default_config(compact=return_valid_counts)).check(spec)
     out = torch.empty(T, K, dtype=torch.int32, device=dev)
     counts = torch.empty(T if return_valid_counts else 1, dtype=torch.int32, device=dev)
     grid = (T,) if return_valid_counts else (T, -(-K // cfg.block))
@@ -178,12 +179,37 @@ def page_split_reference(src_pages, *, src_page_size, dst_page_size=64, touched_
     return out
 
 
-def _marks(device, n: int) -> torch.Tensor:
-    buf = _mark_buffers.get(device)
-    if buf is None or buf.numel() < n:
-        buf = torch.empty(max(n, 1), dtype=torch.int8, device=device)
-        _mark_buffers[device] = buf
-    return buf[:n]
+class _PageList:
+    """page_split's device state for touched pages, one per device: marks (int8 per source page),
+    pages (the list of distinct touched source pages) and count (its length). Between calls every
+    mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
+    marked pages and clears their marks, all on the device, so a call replays from a CUDA graph
+    (make one call before capturing, so the buffers are allocated outside the graph). Calls on one
+    device share it: run them on one stream."""
+
+    def __init__(self, device, capacity: int):
+        self.capacity = capacity
+        self.marks = torch.zeros(capacity, dtype=torch.int8, device=device)
+        self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
+        self.count = torch.zeros(1, dtype=torch.int32, device=device)
+
+
+def _page_list(device, num_pages: int) -> _PageList:
+    state = _list_buffers.get(device)
+    if state is None or state.capacity < num_pages:
+        state = _PageList(device, max(num_pages, 1))
+        _list_buffers[device] = state
+    return state
+
+
+def _num_sms(device) -> int:
+    """Multiprocessors the list kernel's fixed grid fills (1 under the interpreter: a few programs,
+    so the CPU tests stride over the list)."""
+    if device.type != "cuda":
+        return 1
+    if device not in _sm_counts:
+        _sm_counts[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _sm_counts[device]
 
 
 def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=None, out=None,
@@ -196,6 +222,10 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     source pages holding one of them are copied, the other destination pages keep their bytes.
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
+    config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
+    ``programs_per_sm`` of the copy's fixed grid. With touched_indices the kernels keep state on
+    the device (see ``_PageList``): make one call before capturing a CUDA graph, and keep the calls
+    of one device on one stream.
     """
     _positive_int("src_page_size", src_page_size)
     _positive_int("dst_page_size", dst_page_size)
@@ -240,17 +270,23 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
         if t.data_ptr() % 16:
             raise ValueError(f"{name}: starts at an address that is not 16-byte aligned")
     spec = PageSplitSpec(P, D, device_arch(dev))
-    cfg = (config or spec.default_config()).check(spec)
     mod = load_module(spec)
-    marks = src_pages  # unused unless marked
-    if not full:
-        marks = _marks(dev, N)
-        marks.zero_()
-        tok = touched_indices.reshape(-1)
-        if tok.numel():
-            mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](tok, tok.numel(), marks, N,
-                                                                    BLOCK=MARK_BLOCK)
-    mod.page_split_kernel[(N * ratio,)](
-        src_pages.view(torch.uint8).view(torch.int64), out.view(torch.uint8).view(torch.int64), marks,
-        HAS_MARKS=not full, BLOCK=cfg.block, num_warps=cfg.num_warps)
+    src64, dst64 = src_pages.view(torch.uint8).view(torch.int64), out.view(torch.uint8).view(torch.int64)
+    if full:
+        cfg = (config or spec.default_config()).check(spec)
+        mod.page_split_kernel[(N * ratio,)](src64, dst64, BLOCK=cfg.block, num_warps=cfg.num_warps)
+        return out
+    cfg = (config or spec.default_config(touched=True)).check(spec)
+    tok = touched_indices.reshape(-1)
+    if tok.numel() == 0:
+        return out
+    # The list of distinct touched source pages, then a fixed grid striding over it: no host sync,
+    # and only the listed pages' bytes move.
+    state = _page_list(dev, N)
+    mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](tok, tok.numel(), state.marks, N, state.count,
+                                                            BLOCK=MARK_BLOCK, num_warps=4)
+    mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](state.marks, N, state.pages, state.count,
+                                                     BLOCK=MARK_BLOCK, num_warps=4)
+    grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
+    mod.page_split_list_kernel[(grid,)](src64, dst64, state.pages, state.count, N, num_warps=cfg.num_warps)
     return out

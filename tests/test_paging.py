@@ -80,6 +80,19 @@ def test_convert_indices_matches_definition(page_size, compact, stride):
         assert (got[0][1] == -1).all()
 
 
+@pytest.mark.parametrize("K,block", [(1, None), (256, None), (256, 256), (700, 1024), (130, 64)])
+def test_convert_indices_compact_widths(K, block):
+    # One pass when the row fits the block (topk below, equal to or a power of two under it), chunks
+    # and a fill pass when it does not.
+    gen = torch.Generator().manual_seed(K)
+    T, R, MB, ps = 5, 3, 4, 64
+    req, table, local = _random_convert_problem(gen, T, K, R, MB, ps)
+    cfg = None if block is None else PagingConfig(block, 4)
+    got, n = paging.convert_indices(req, table, local, page_size=ps, return_valid_counts=True, config=cfg)
+    want, want_n = _convert_loop(req, table, local, ps, ps, True)
+    assert torch.equal(got, want) and torch.equal(n, want_n)
+
+
 def test_convert_indices_cases_by_hand():
     table = torch.tensor([[5, -1, 7], [2, 3, 4]], dtype=torch.int32)
     req = torch.tensor([0, 1, 1, 0], dtype=torch.int32)
@@ -201,6 +214,73 @@ def test_page_split_touched_pages_only(P, dtype):
     assert (none == SENTINEL).all()
 
 
+def _touched_problem(gen, N, P, pages, per_page=7, dtype=torch.int32):
+    """Token ids of ``pages`` (each several times), shuffled with -1 and out-of-pool ids, as a
+    strided [k, 3] view."""
+    ids = [p * P + int(o) for p in pages for o in torch.randint(0, P, (per_page,), generator=gen)]
+    ids += [N * P, N * P + 3, -5] + [-1] * (9 + (-len(ids) - 3) % 3)
+    tok = torch.tensor(ids, dtype=dtype)
+    return tok[torch.randperm(tok.numel(), generator=gen)].view(3, -1).t()
+
+
+def _check_touched(src, got, P, pages, D=64):
+    full = page_split_reference(src, src_page_size=P)
+    ratio = P // D
+    for n in range(src.shape[0]):
+        rows = slice(n * ratio, (n + 1) * ratio)
+        if n in pages:
+            assert torch.equal(got[rows, :D * (DATA + SCALE)], full[rows, :D * (DATA + SCALE)]), n
+            assert (got[rows, D * (DATA + SCALE):] == SENTINEL).all(), n  # padding is never written
+        else:
+            assert (got[rows] == SENTINEL).all(), n
+
+
+@pytest.mark.parametrize("P,config", [(256, None), (256, PagingConfig(512, 2, programs_per_sm=1)),
+                                      (512, PagingConfig(512, 4, programs_per_sm=3)), (128, None)])
+def test_page_split_touched_list_strides_and_resets(P, config):
+    # More destination pages than programs: each program strides over the list; duplicates,
+    # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
+    # so the next call (another set of pages) copies only its own pages.
+    gen = torch.Generator().manual_seed(P + 77)
+    N, D = 12, 64
+    src = _pool(gen, N, P)
+    shape = (N * P // D, model1_page_bytes(D))
+    for pages in ([0, 5, 6, 11, 3, 9, 1], [2, 5], list(range(N)), [7]):
+        tok = _touched_problem(gen, N, P, pages, dtype=torch.int64 if P == 512 else torch.int32)
+        out = torch.full(shape, SENTINEL, dtype=torch.uint8)
+        got = paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=config)
+        assert got is out
+        _check_touched(src, got, P, pages)
+        assert torch.equal(got, page_split_reference(src, src_page_size=P, touched_indices=tok,
+                                                     out=torch.full(shape, SENTINEL, dtype=torch.uint8)))
+        state = paging._list_buffers[src.device]
+        assert (state.marks == 0).all() and int(state.count) == len(pages), pages
+    # No token at all (an empty tensor, or only -1): nothing is written.
+    for tok in (torch.empty(0, dtype=torch.int32), torch.full((2, 5), -1, dtype=torch.int32)):
+        out = torch.full(shape, SENTINEL, dtype=torch.uint8)
+        paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=config)
+        assert (out == SENTINEL).all()
+
+
+def test_page_mark_and_compact_list_each_page_once():
+    gen = torch.Generator().manual_seed(5)
+    P, N = 256, 3000
+    mod = sparsemla.gen.load_module(PageSplitSpec(P, 64))
+    pages = [3, 17, 0, 2999, 22, 8, 1500, 1024, 1023]  # across compact blocks of 1024 marks
+    tok = _touched_problem(gen, N, P, pages, per_page=300).reshape(-1)  # several blocks, many duplicates
+    marks = torch.zeros(N, dtype=torch.int8)
+    listed = torch.full((N,), -7, dtype=torch.int32)
+    count = torch.full((1,), 12345, dtype=torch.int32)  # the mark kernel zeroes it
+    block = 256
+    mod.page_mark_kernel[(-(-tok.numel() // block),)](tok, tok.numel(), marks, N, count, BLOCK=block)
+    assert int(count) == 0 and marks.nonzero().view(-1).tolist() == sorted(pages)
+    mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, BLOCK=block)
+    assert int(count) == len(pages)
+    assert sorted(listed[:len(pages)].tolist()) == sorted(pages)
+    assert (listed[len(pages):] == -7).all()
+    assert (marks == 0).all()
+
+
 def test_page_split_persistent_buffer():
     gen = torch.Generator().manual_seed(21)
     P, N = 256, 4
@@ -276,6 +356,8 @@ def test_spec_validation():
     assert spec.key == "page_split-sm120-model1-p256-to64" and spec.module_name.isidentifier()
     with pytest.raises(ValueError, match=r"PagingConfig.block=100 for page_split-sm120"):
         PagingConfig(100, 4).check(spec)
+    with pytest.raises(ValueError, match=r"PagingConfig.programs_per_sm=0 for page_split-sm120"):
+        PagingConfig(512, 8, 0).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
 
 
