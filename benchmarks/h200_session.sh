@@ -6,10 +6,10 @@ set -u
 export PYTHONUNBUFFERED=1 SPARSEMLA_TUNED_DIR="$OUT/tuned"
 step() { local limit=$1; shift; echo "== $* (limit ${limit}s)"; timeout "$limit" "$@"; echo "== rc=$?"; }
 step 90 python3 benchmarks/gpu_correctness.py 2>&1 | grep -v Warn | tee "$OUT/gpu_correctness.log" | tail -4
-step 220 python3 -m sparsemla.cli tune --formats fp8,bf16 --heads 128 --tokens 1,16,128 --trials 10 \
+step 200 python3 -m sparsemla.cli tune --formats fp8,bf16 --heads 128 --tokens 1,16,128 --trials 10 \
   --max-spill 2048 --timeout 60 --jobs 16 --storage "$OUT/tune.journal" --out "$OUT/tuned" 2>&1 \
   | grep -v Warn > "$OUT/tune.log"; tail -5 "$OUT/tune.log"
-step 110 python3 -m sparsemla.cli bench --formats fp8,bf16 --heads 128 --tokens 1,16,128 --no-prefill \
+step 100 python3 -m sparsemla.cli bench --formats fp8,bf16 --heads 128 --tokens 1,16,128 --no-prefill \
   --out "$OUT/bench_tuned" 2>&1 | grep -v Warn | tail -9
 step 60 python3 benchmarks/check_flashinfer.py --overhead-only 2>&1 | grep -v Warn | tail -14
 step 80 python3 benchmarks/bench_paging.py --out "$OUT" 2>&1 | grep -v Warn | tail -9
