@@ -6,7 +6,7 @@ import math
 import torch
 
 import sparsemla
-from sparsemla.gen.layout import DS_MLA_ROW_BYTES, M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES
+from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES
 
 # (kv_format, d_qk, page_size)
 FORMAT_CASES = {
