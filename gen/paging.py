@@ -8,11 +8,10 @@ of a spec for a GPU target without a GPU (the CPU tests use it for sm90/sm120/sm
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from .layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from .spec import ARCHS, next_pow2
+from .spec import ARCHS, module_name_for, next_pow2
 
 # Elements per program step and warps, by arch: the ~99 KB-shared-memory parts (sm120/121) have
 # fewer registers in flight per SM, so they take smaller steps.
@@ -63,11 +62,14 @@ class PagingConfig:
 
 
 class _Spec:
-    """What the renderer needs besides ``key``, ``template`` and ``template_context``."""
+    """What the renderer needs besides ``key`` and ``template``."""
 
     @property
     def module_name(self) -> str:
-        return "sparsemla_gen_" + re.sub(r"[^0-9a-zA-Z]", "_", self.key)
+        return module_name_for(self.key)
+
+    def template_context(self) -> dict:
+        return {}
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,6 @@ class ConvertIndicesSpec(_Spec):
     @property
     def key(self) -> str:
         return f"convert_indices-{self.arch}-p{self.page_size}-k{self.topk}"
-
-    def template_context(self) -> dict:
-        return {}
 
     def default_config(self, compact: bool = False) -> PagingConfig:
         if compact:  # one pass over the whole row: a block-wide prefix sum places every entry
@@ -114,9 +113,6 @@ class PackValidPrefixSpec(_Spec):
     @property
     def key(self) -> str:
         return f"pack_valid_prefix-{self.arch}-w{self.width}"
-
-    def template_context(self) -> dict:
-        return {}
 
     def default_config(self) -> PagingConfig:
         return PagingConfig(min(_DEFAULT_BLOCK[self.arch], max(64, next_pow2(self.width))), 4)

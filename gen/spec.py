@@ -36,6 +36,11 @@ DTYPES = ("bf16", "fp16", "fp32")
 FAMILIES = ("sparse_mla",)
 
 
+def module_name_for(key: str) -> str:
+    """The generated module's name for a spec key: a valid identifier, one per key."""
+    return "sparsemla_gen_" + re.sub(r"[^0-9a-zA-Z]", "_", key)
+
+
 def _pow2(x: int) -> bool:
     return x > 0 and x & (x - 1) == 0
 
@@ -114,7 +119,7 @@ class KernelSpec:
 
     @property
     def module_name(self) -> str:
-        return "sparsemla_gen_" + re.sub(r"[^0-9a-zA-Z]", "_", self.key)
+        return module_name_for(self.key)
 
     def to_dict(self) -> dict:
         return asdict(self)
