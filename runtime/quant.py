@@ -20,6 +20,20 @@ def _pow2_scale(amax: torch.Tensor) -> torch.Tensor:
     return torch.exp2(torch.ceil(torch.log2(ratio)).clamp(-126, 127))
 
 
+def _group_quantize(nope: torch.Tensor, group: int):
+    """e4m3 bytes [n, width] of ``nope`` [n, width] float and its power-of-two scale per group."""
+    n, width = nope.shape
+    grouped = nope.reshape(n, width // group, group)
+    scale = _pow2_scale(grouped.abs().amax(dim=2))  # [n, width // group]
+    vals = (grouped / scale[:, :, None]).to(torch.float8_e4m3fn).view(torch.uint8).reshape(n, width)
+    return vals, scale
+
+
+def _bf16_bytes(x: torch.Tensor) -> torch.Tensor:
+    """[n, d] float -> [n, 2 * d] uint8: the bytes of its bf16 values."""
+    return x.to(torch.bfloat16).contiguous().view(torch.uint8).reshape(x.shape[0], 2 * x.shape[1])
+
+
 def _pages(rows: torch.Tensor, page_size: int) -> torch.Tensor:
     n = rows.shape[0]
     pad = (-n) % page_size
@@ -62,25 +76,21 @@ def quantize_kv(kv: torch.Tensor, kv_format: str, *, page_size: int | None = Non
         _check_input(kv, 576, kv_format)
         n = kv.shape[0]
         x = kv.float()
-        nope = x[:, :512].reshape(n, 4, 128)
-        scale = _pow2_scale(nope.abs().amax(dim=2))  # [n, 4]
-        vals = (nope / scale[:, :, None]).to(torch.float8_e4m3fn).view(torch.uint8).reshape(n, 512)
+        vals, scale = _group_quantize(x[:, :512], 128)  # scale [n, 4]
         rows = torch.empty(n, 656, dtype=torch.uint8, device=kv.device)
         rows[:, :512] = vals
         rows[:, 512:528] = scale.to(torch.float32).contiguous().view(torch.uint8).reshape(n, 16)
-        rows[:, 528:656] = x[:, 512:].to(torch.bfloat16).contiguous().view(torch.uint8).reshape(n, 128)
+        rows[:, 528:656] = _bf16_bytes(x[:, 512:])
         return rows if page_size is None else _pages(rows, page_size)
     # model1
     _check_input(kv, 512, kv_format)
     page_size = 64 if page_size is None else page_size
     n = kv.shape[0]
     x = kv.float()
-    nope = x[:, :448].reshape(n, 7, 64)
-    scale = _pow2_scale(nope.abs().amax(dim=2))  # [n, 7]
-    vals = (nope / scale[:, :, None]).to(torch.float8_e4m3fn).view(torch.uint8).reshape(n, 448)
+    vals, scale = _group_quantize(x[:, :448], 64)  # scale [n, 7]
     data = torch.empty(n, 576, dtype=torch.uint8, device=kv.device)
     data[:, :448] = vals
-    data[:, 448:] = x[:, 448:].to(torch.bfloat16).contiguous().view(torch.uint8).reshape(n, 128)
+    data[:, 448:] = _bf16_bytes(x[:, 448:])
     scale_rows = torch.zeros(n, 8, dtype=torch.uint8, device=kv.device)
     scale_rows[:, :7] = (torch.log2(scale).round() + 127).to(torch.uint8)
     data_p, scale_p = _pages(data, page_size), _pages(scale_rows, page_size)
