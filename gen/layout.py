@@ -101,7 +101,8 @@ def format_layout(kv_format: str, d_qk: int, d_v: int) -> FormatLayout:
                 f"d_qk={d_qk}, d_v={d_v}: the rope part d_qk - d_v must be 0 or a power of two "
                 f"in 16..128 for kv_format={kv_format!r} (DeepSeek MLA: 576 = 512 + 64, NoPE: 512)")
         view = "elem" if kv_format == "auto" else "fp8"
-        segs = [Segment(0, d_v, view, 0, True)]
+        seg_w = 128 if view == "fp8" and d_v > 128 else d_v  # fp8: dequantize 128 columns at a time
+        segs = [Segment(c, seg_w, view, c, True) for c in range(0, d_v, seg_w)]
         if d_rope:
             segs.append(Segment(d_v, d_rope, view, d_v, False))
         return FormatLayout(kv_format, d_qk, d_v, tuple(segs), packed=False, footer=False,

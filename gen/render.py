@@ -1,7 +1,8 @@
 """Render a template for a spec into an importable module, cached on disk by content hash.
 
-The cache key hashes (template source, spec key, sparsemla version, triton version), so a
-changed template or upgraded Triton never reuses a stale module. Files are written to a
+The cache key hashes the rendered source itself (and the Triton version), so a changed
+template, layout or renderer never reuses a stale module; rendering is cheap, importing and
+compiling are not. Files are written to a
 temporary name and renamed into place, so concurrent processes never import a half-written
 module.
 """
@@ -96,7 +97,7 @@ def attention_context(spec: KernelSpec) -> dict:
             q_segs.append((seg.col, seg.width))
     return dict(caches=cache_descs(spec), q_segs=q_segs,
                 v_segs=[s for s in layout.segments if s.in_v],
-                cdt=_TL_DTYPES[spec.compute_dtype], qdt=_TL_DTYPES[spec.q_dtype])
+                cdt=_TL_DTYPES[spec.compute_dtype])
 
 
 def render_source(spec) -> str:
@@ -109,13 +110,12 @@ def render_source(spec) -> str:
         raise RuntimeError(f"rendering {spec.template} for {spec.key} failed: {e}") from e
 
 
-def _source_hash(spec) -> str:
+@lru_cache(maxsize=None)
+def _rendered(spec) -> tuple[str, str]:
+    """(source, content hash) of ``spec``'s module."""
     import triton
-    h = hashlib.sha256()
-    for part in (template_source(spec.template), spec.key, _version(), triton.__version__):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:20]
+    src = render_source(spec)
+    return src, hashlib.sha256(f"{src}\0{triton.__version__}".encode()).hexdigest()[:20]
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -132,7 +132,7 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def module_path(spec) -> Path:
-    return cache_dir() / _source_hash(spec) / f"{spec.module_name}.py"
+    return cache_dir() / _rendered(spec)[1] / f"{spec.module_name}.py"
 
 
 def _import(spec, path: Path, suffix: str = ""):
@@ -165,7 +165,7 @@ def load_module(spec):
         except Exception as e:
             log.warning("sparsemla: cached module %s for %s is unusable (%s); rendering it again",
                         path, spec.key, e)
-    atomic_write(path, render_source(spec))
+    atomic_write(path, _rendered(spec)[0])
     try:
         return _import(spec, path)
     except Exception as e:
