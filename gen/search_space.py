@@ -32,16 +32,21 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     """Categorical choices per Config field, in Config field order.
 
     block_h stops at the first power of two covering the heads (a bigger M tile only adds
-    padding); num_splits stops where a split would get less than the smallest KV tile.
+    padding), and at 64 when d_v > 128: a BLOCK_H x d_v fp32 accumulator must live in
+    registers, and 64 x 512 already takes half of them. block_n stops at 128 (a 256-row tile
+    of q's width does not fit shared memory with a second stage); num_splits stops where a
+    split would get less than the smallest KV tile. num_warps is the arch's list (16 warps
+    measured 2x slower on the H200 in every row: the accumulator spills).
     The arch's default config is always inside the space.
     """
     a = ARCHS[arch or spec.arch]
     total = spec.topk + spec.extra_topk
+    max_h = 64 if spec.d_v > 128 else 128
     space = {
-        "block_h": [b for b in (16, 32, 64, 128) if b <= max(16, next_pow2(spec.num_heads))],
-        "block_n": [b for b in (16, 32, 64, 128, 256) if b <= max(16, next_pow2(total))],
+        "block_h": [b for b in (16, 32, 64, 128) if b <= min(max_h, max(16, next_pow2(spec.num_heads)))],
+        "block_n": [b for b in (16, 32, 64, 128) if b <= max(16, next_pow2(total))],
         "num_splits": [s for s in (1, 2, 4, 8, 16, 32, 64) if s == 1 or total // s >= 16],
-        "num_warps": list(a.warps) + ([16] if a.name == "sm90" else []),
+        "num_warps": list(a.warps),
         "num_stages": list(range(1, a.max_stages + 1)),
     }
     for T in (1, 4096):  # the default changes with T only through num_splits
@@ -74,8 +79,14 @@ def static_reason(spec: KernelSpec, config: Config) -> str:
     return ""
 
 
+def compiled_variant(config: Config) -> Config:
+    """The config whose compiled kernel ``config`` runs: num_splits is a runtime argument, so
+    every split count above 1 shares one kernel (SPLIT_K on) and its resources."""
+    return replace(config, num_splits=min(config.num_splits, 2))
+
+
 def _key(spec: KernelSpec, config: Config, arch: str) -> str:
-    c = config
+    c = compiled_variant(config)
     return f"{arch}|{spec.key}|{c.block_h},{c.block_n},{c.num_splits},{c.num_warps},{c.num_stages}"
 
 
@@ -118,8 +129,9 @@ class CompileConstraint:
     """
 
     def __init__(self, max_spill: int = 0, compile_fn: Callable | None = None,
-                 path: Path | str | None = "default"):
-        self.max_spill = max_spill
+                 path: Path | str | None = "default", jobs: int = 1):
+        self.max_spill, self.jobs = max_spill, jobs
+        self._pool_lock = threading.Lock()
         self.compile_fn = compile_fn
         self.path = compile_cache_path() if path == "default" else (Path(path) if path else None)
         self._lock = threading.Lock()
@@ -150,13 +162,18 @@ class CompileConstraint:
         self._pool, self._pool_jobs = None, 0
 
     def _compile(self, items: list, jobs: int = 1) -> list[dict]:
+        items = [(spec, compiled_variant(c), arch) for spec, c, arch in items]
         if self.compile_fn is not None:
             return [_as_dict(self.compile_fn(*it)) for it in items]
-        if self._pool is None or self._pool_jobs < jobs:
-            self.close()
-            self._pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_compiler_init)
-            self._pool_jobs = jobs
-        futures = [self._pool.submit(_compile_one, it) for it in items]
+        with self._pool_lock:  # tuner threads share one pool, sized for the most parallel caller
+            jobs = max(jobs, self.jobs)
+            if self._pool is None or self._pool_jobs < jobs:
+                self.close()
+                self._pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"),
+                                                 initializer=_compiler_init)
+                self._pool_jobs = jobs
+            pool = self._pool
+        futures = [pool.submit(_compile_one, it) for it in items]
         out = []
         for f in futures:
             try:
@@ -184,7 +201,8 @@ class CompileConstraint:
     def precompile(self, spec: KernelSpec, configs, arch: str | None = None, jobs: int = 1) -> None:
         """Fill the cache for ``configs``, ``jobs`` compiles at a time."""
         arch = arch or spec.arch
-        todo = [c for c in configs if not static_reason(spec, c) and _key(spec, c, arch) not in self._reports]
+        todo = list({_key(spec, c, arch): c for c in configs
+                     if not static_reason(spec, c) and _key(spec, c, arch) not in self._reports}.values())
         if not todo:
             return
         reps = self._compile([(spec, c, arch) for c in todo], jobs)

@@ -25,8 +25,9 @@ class Arch:
 
 
 ARCHS = {
-    # H100/H200: 227 KB opt-in shared memory per block.
-    "sm90": Arch("sm90", 90, 232448, (4, 8), 4, 132),
+    # H100/H200: 227 KB opt-in shared memory per block. A 4th stage compiles to the same
+    # buffers as the 3rd (the gathered tile is issued one tile ahead either way).
+    "sm90": Arch("sm90", 90, 232448, (4, 8), 3, 132),
     # RTX PRO 6000 / RTX 50xx (sm120) and GB10 (sm121): ~99 KB per block, no wgmma.
     "sm120": Arch("sm120", 120, 101376, (4, 8), 3, 188),
     "sm121": Arch("sm121", 121, 101376, (4, 8), 3, 48),
@@ -215,9 +216,11 @@ def default_config(spec: KernelSpec, num_tokens: int, num_sms: int | None = None
     total = spec.topk + spec.extra_topk
     while programs * splits < 2 * sms and splits < 64 and total // (splits * 2) >= 64:
         splits *= 2
-    # Measured on the H200 (benchmarks/results/sweep_*.json): with 64 heads a 64-row tile and
-    # 8 warps beat 32 rows by 1.4x; with <= 32 heads 4 warps beat 8 by 1.3x.
-    block_n = 64 if (block_h == 64 and not small_smem) else 32
+    # Measured on the H200 (benchmarks/results/sweep_*.json, session3/): a 64-row tile beats
+    # 32 rows by 1.4x with 64 heads and 8 warps, and by 1.17-1.27x with 16 heads and 4 warps
+    # (a third stage gains nothing: the gathered tile is still issued one tile ahead);
+    # with <= 32 heads 4 warps beat 8 by 1.3x.
+    block_n = 32 if small_smem else 64
     num_stages = 2
     num_warps = 8 if block_h >= 64 or (small_smem and block_h == 32) else 4
     return Config(block_h, block_n, splits, num_warps, num_stages).check(spec)

@@ -54,6 +54,7 @@ class TuneSettings:
     seed: int = 0
     max_spill: int = 0
     timeout: float = 60.0  # seconds one measurement may take
+    parallel: int = 1  # trials in flight: compiled and warmed concurrently, measured one at a time
 
 
 def study_name(spec: KernelSpec, bucket: int, gpu: str) -> str:
@@ -82,11 +83,14 @@ def open_storage(storage, gpu: str = "cpu"):
     return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
 
 
-def make_sampler(kind: str, space: dict, seed: int):
+def make_sampler(kind: str, space: dict, seed: int, trials: int | None = None):
     if kind == "grid":
         return optuna.samplers.GridSampler(space, seed=seed)
     if kind == "tpe":
-        return optuna.samplers.TPESampler(multivariate=True, constant_liar=True, seed=seed)
+        # Optuna's default of 10 random startup trials would be most of a small budget.
+        startup = max(4, min(10, (trials or 40) // 4))
+        return optuna.samplers.TPESampler(multivariate=True, constant_liar=True, seed=seed,
+                                          n_startup_trials=startup)
     raise ValueError(f"sampler={kind!r}: expected 'tpe' or 'grid'")
 
 
@@ -112,9 +116,15 @@ def best_trial(study):
 
 
 class Objective:
+    """One trial: suggest, skip duplicates, compile-check, warm (optional, runs concurrently
+    in parallel trials), then measure; measurements never overlap, so timings stay clean."""
+
     def __init__(self, spec: KernelSpec, bucket: int, measure: Callable, constraint: CompileConstraint,
-                 space: dict):
+                 space: dict, warm: Callable | None = None):
+        import threading
         self.spec, self.bucket, self.measure, self.constraint, self.space = spec, bucket, measure, constraint, space
+        self.warm = warm
+        self._measure_lock = threading.Lock()
 
     def _seen(self, study, params: tuple, number: int):
         """An earlier finished trial with the same config and a recorded outcome."""
@@ -141,8 +151,13 @@ class Objective:
         if why:
             trial.set_user_attr("rejected", why)
             raise optuna.TrialPruned(why)
+        if self.warm is not None:
+            note = self.warm(self.spec, cfg)
+            if note:
+                trial.set_user_attr("warm", note[:200])
         try:
-            m = self.measure(self.spec, cfg, self.bucket)
+            with self._measure_lock:
+                m = self.measure(self.spec, cfg, self.bucket)
         except Exception as e:  # a measurer bug or a crash in-process: this config fails
             m = failed(f"{type(e).__name__}: {e}")
         if math.isfinite(m.error):
@@ -194,7 +209,8 @@ def prepare_study(spec: KernelSpec, bucket: int, storage, gpu: str, settings: Tu
     space = search_space(spec)
     study = optuna.create_study(study_name=study_name(spec, bucket, gpu), storage=storage,
                                 direction="minimize", load_if_exists=True,
-                                sampler=make_sampler(settings.sampler, space, settings.seed + worker))
+                                sampler=make_sampler(settings.sampler, space, settings.seed + worker,
+                                                     settings.trials))
     trials = study.get_trials(deepcopy=False)
     if not trials:
         study.enqueue_trial(default_config(spec, bucket).to_dict(), user_attrs={"baseline": True})
@@ -210,8 +226,9 @@ def prepare_study(spec: KernelSpec, bucket: int, storage, gpu: str, settings: Tu
 
 def run_study(spec: KernelSpec, bucket: int, measure: Callable, *, storage=None, gpu: str = "cpu",
               settings: TuneSettings = TuneSettings(), constraint: CompileConstraint | None = None,
-              worker: int = 0, out=sys.stderr):
-    """Run (or resume) the study of ``spec`` at ``bucket`` until its budget is met."""
+              worker: int = 0, out=sys.stderr, warm: Callable | None = None):
+    """Run (or resume) the study of ``spec`` at ``bucket`` until its budget is met;
+    ``settings.parallel`` trials at a time (``warm(spec, config)`` precompiles each)."""
     storage = open_storage(storage, gpu)
     space = search_space(spec)
     own = constraint is None
@@ -226,8 +243,8 @@ def run_study(spec: KernelSpec, bucket: int, measure: Callable, *, storage=None,
     budget_left = settings.sampler == "grid" or settings.trials is None or n_meas < settings.trials
     try:
         if budget_left and len(tried) < space_size(space):
-            study.optimize(Objective(spec, bucket, measure, constraint, space), callbacks=[progress],
-                           n_trials=progress.cap, gc_after_trial=False)
+            study.optimize(Objective(spec, bucket, measure, constraint, space, warm), callbacks=[progress],
+                           n_trials=progress.cap, gc_after_trial=False, n_jobs=max(1, settings.parallel))
     finally:
         if own:
             constraint.close()
@@ -243,7 +260,10 @@ def study_entry(study, bucket: int, compare: dict | None = None) -> TunedEntry |
     fi = (compare or {}).get("flashinfer_us")
     ours = (compare or {}).get("triton_bench_us")
     backend = "flashinfer" if fi is not None and ours is not None and fi < ours else "triton"
-    return TunedEntry(cfg, bucket, backend, best.value, fi, len(measured_trials(study)), today(), "tuned", ours)
+    base = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("baseline")]
+    default_us = base[0].user_attrs.get("time_us") if base else None
+    return TunedEntry(cfg, bucket, backend, best.value, fi, len(measured_trials(study)), today(), "tuned", ours,
+                      default_us)
 
 
 # ---------------------------------------------------------------- static tables
@@ -301,14 +321,25 @@ def _worker(jobs: list, storage, gpu: str, settings: TuneSettings, index: int, d
     """One worker process: CUDA_VISIBLE_DEVICES is set before anything touches CUDA."""
     os.environ["CUDA_VISIBLE_DEVICES"] = device
     from .gpu_measure import GpuMeasurer
-    measure, constraint = GpuMeasurer(settings.timeout), CompileConstraint(settings.max_spill)
+    measure, constraint = GpuMeasurer(settings.timeout), CompileConstraint(settings.max_spill, jobs=settings.parallel)
+    warm = _warmer(settings)
     try:
         for key, bucket in jobs:
             run_study(KernelSpec.from_key(key), bucket, measure, storage=storage, gpu=gpu,
-                      settings=settings, constraint=constraint, worker=index)
+                      settings=settings, constraint=constraint, worker=index, warm=warm)
     finally:
         measure.close()
         constraint.close()
+        if warm is not None:
+            warm.close()
+
+
+def _warmer(settings: TuneSettings):
+    """Parallel JIT warm-up when trials run in parallel (compiling is most of a trial's time)."""
+    if settings.parallel <= 1:
+        return None
+    from .gpu_measure import JitWarmer
+    return JitWarmer(settings.parallel, timeout=2 * settings.timeout)
 
 
 def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, out_dir: Path,
@@ -324,7 +355,7 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
     storage_arg = storage
     storage = open_storage(storage, gpu)
     jobs = [(spec.key, b) for spec, buckets in specs for b in buckets]
-    constraint = CompileConstraint(settings.max_spill)
+    constraint = CompileConstraint(settings.max_spill, jobs=settings.parallel)
     for key, b in jobs:  # before any worker starts: enqueue defaults, clear stale trials
         spec = KernelSpec.from_key(key)
         prepare_study(spec, b, storage, gpu, settings)
@@ -350,6 +381,7 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
         for p in procs:
             p.join()
     measure = GpuMeasurer(settings.timeout)
+    warm = _warmer(settings) if n <= 1 else None
     path = Path(out_dir) / gpu / "sparse_mla.json"
     prov = {**device_provenance(dev), **software_provenance()}
     try:
@@ -359,7 +391,7 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
                 study = optuna.load_study(study_name=study_name(spec, b, gpu), storage=storage)
             else:
                 study = run_study(spec, b, measure, storage=storage, gpu=gpu, settings=settings,
-                                  constraint=constraint)
+                                  constraint=constraint, warm=warm)
             best = best_trial(study)
             cmp = measure.compare(spec, Config(**{p: best.params[p] for p in PARAMS}), b) if best else None
             entry = study_entry(study, b, cmp)
@@ -374,6 +406,8 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
     finally:
         measure.close()
         constraint.close()
+        if warm is not None:
+            warm.close()
     return path
 
 
@@ -400,12 +434,14 @@ def tune_main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds one measurement may take")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compile processes")
+    ap.add_argument("--parallel", type=int, default=4,
+                    help="trials in flight per GPU: compiled in parallel, measured one at a time")
     args = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     out_dir = Path(args.out) if args.out else (package_dir() if args.ship else user_dir())
     formats = args.formats.split(",") if args.formats else None
     settings = TuneSettings(None if args.sampler == "grid" else args.trials, args.sampler, args.seed,
-                            args.max_spill, args.timeout)
+                            args.max_spill, args.timeout, max(1, args.parallel))
     if args.static:
         if not args.arch:
             ap.error("--static needs --arch")

@@ -8,6 +8,7 @@ File format (version 1)::
      "entries": {"<spec key>": {"<bucket>": {
          "config": {block_h, block_n, num_splits, num_warps, num_stages},
          "time_us": float | null,             # our kernel, CUDA-graph replay median (the tuner's)
+         "default_time_us": float | null,     # the arch's default config, measured the same way
          "triton_bench_us": float | null,     # our kernel, do_bench median (L2 cleared per call)
          "flashinfer_time_us": float | null,  # FlashInfer the same way as triton_bench_us, same
                                               # run, where it supports the spec (checked first)
@@ -80,6 +81,7 @@ class TunedEntry:
     date: str = ""
     source: str = "tuned"
     triton_bench_us: float | None = None
+    default_time_us: float | None = None  # the arch's default config, measured like time_us
 
     def get(self, name: str, default=None):
         """Dict-style access, for callers that treat an entry as its JSON object."""
@@ -88,7 +90,8 @@ class TunedEntry:
     def to_json(self) -> dict:
         return dict(config=self.config.to_dict(), time_us=self.time_us, triton_bench_us=self.triton_bench_us,
                     flashinfer_time_us=self.flashinfer_time_us, backend=self.backend,
-                    trials=self.trials, date=self.date, source=self.source)
+                    trials=self.trials, date=self.date, source=self.source,
+                    default_time_us=self.default_time_us)
 
 
 def software_provenance() -> dict:
@@ -172,7 +175,8 @@ def parse_table(data) -> dict[str, dict[int, TunedEntry]]:
                 raise ValueError(f"{where}: {err}") from None
             out[key][int(b)] = TunedEntry(cfg, int(b), e["backend"], e.get("time_us"),
                                           e.get("flashinfer_time_us"), int(e.get("trials") or 0),
-                                          str(e.get("date", "")), e["source"], e.get("triton_bench_us"))
+                                          str(e.get("date", "")), e["source"], e.get("triton_bench_us"),
+                                          e.get("default_time_us"))
     return out
 
 

@@ -27,7 +27,7 @@ from sparsemla.gen.tuned_table import (BUCKETS, TunedEntry, bucket_for, gpu_dirn
 from sparsemla.runtime import dispatch  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-SPEC = KernelSpec(arch="sm120", num_heads=16)  # space: 1 x 5 x 7 x 2 x 3 = 210 configs
+SPEC = KernelSpec(arch="sm120", num_heads=16)  # space: 1 x 4 x 7 x 2 x 3 = 168 configs
 
 
 def fake_compile(spec, cfg, arch):
@@ -59,18 +59,20 @@ def run(measure=fake_measure, trials=12, sampler="tpe", storage=None, seed=0):
 # ---------------------------------------------------------------- search space and constraint
 
 def test_search_space_per_arch():
-    for arch, warps, stages in (("sm90", [4, 8, 16], [1, 2, 3, 4]), ("sm120", [4, 8], [1, 2, 3]),
-                                ("sm121", [4, 8], [1, 2, 3])):
+    for arch in ("sm90", "sm120", "sm121"):
         for H in (16, 32, 128):
             spec = KernelSpec(arch=arch, num_heads=H, topk=2048)
             sp = search_space(spec)
-            assert sp["num_warps"] == warps and sp["num_stages"] == stages
-            assert sp["block_h"] == [b for b in (16, 32, 64, 128) if b <= max(16, H)]
-            assert sp["block_n"] == [16, 32, 64, 128, 256]
+            assert sp["num_warps"] == [4, 8] and sp["num_stages"] == [1, 2, 3]
+            # d_v = 512: a 128-head fp32 accumulator cannot live in registers
+            assert sp["block_h"] == [b for b in (16, 32, 64) if b <= max(16, H)]
+            assert sp["block_n"] == [16, 32, 64, 128]
             assert sp["num_splits"] == [1, 2, 4, 8, 16, 32, 64]
             for T in (1, 64, 4096):
                 d = default_config(spec, T).to_dict()
                 assert all(d[k] in sp[k] for k in sp), (arch, H, T)
+    narrow = search_space(KernelSpec(kv_format="auto", d_qk=128, d_v=128, num_heads=128))
+    assert narrow["block_h"] == [16, 32, 64, 128]
     small = search_space(KernelSpec(arch="sm90", num_heads=16, topk=64))
     assert small["num_splits"] == [1, 2, 4] and small["block_n"] == [16, 32, 64]
     assert "fewer than block_n" in static_reason(KernelSpec(topk=64), Config(64, 64, 2, 8, 2))
@@ -83,15 +85,15 @@ def test_constraint_rejects_and_caches(tmp_path):
         calls.append(cfg)
         if cfg.num_warps == 16:
             return CompileReport(spec.key, cfg, arch, False, error="CompilationError: out of resources\nmore")
-        return CompileReport(spec.key, cfg, arch, True, 1000 * cfg.block_n, 200, 64 * (cfg.num_stages == 4))
+        return CompileReport(spec.key, cfg, arch, True, 1000 * cfg.block_n, 200, 64 * (cfg.num_stages == 3))
 
     spec = KernelSpec(arch="sm90", num_heads=16)
     path = tmp_path / "compile.json"
     c = CompileConstraint(0, fake, path)
     assert c.reason(spec, Config(16, 32, 1, 8, 2)) == ""
     assert c.reason(spec, Config(16, 256, 1, 8, 2)).startswith("shared memory 256000 B > 232448 B")
-    assert c.reason(spec, Config(16, 32, 1, 8, 4)).startswith("spills 64 B > max_spill 0 B")
-    assert c.reason(spec, Config(16, 32, 1, 8, 4), max_spill=64) == ""
+    assert c.reason(spec, Config(16, 32, 1, 8, 3)).startswith("spills 64 B > max_spill 0 B")
+    assert c.reason(spec, Config(16, 32, 1, 8, 3), max_spill=64) == ""
     assert c.reason(spec, Config(16, 32, 1, 16, 2)) == "compile failed: CompilationError: out of resources"
     assert len(calls) == 4  # the max_spill=64 query reused the cached report
     c2 = CompileConstraint(0, lambda *a: pytest.fail("should come from the cache file"), path)
@@ -174,6 +176,60 @@ def test_tpe_vs_grid_on_fake_objective():
     assert len(measured_trials(tpe)) <= len(gm) // 4
     assert best_trial(tpe).value <= 1.03 * best_trial(grid).value
     assert best_trial(tpe).value <= fake_time(default_config(SPEC, 4))  # never worse than the default
+
+
+def test_parallel_trials_warm_concurrently_and_measure_one_at_a_time():
+    import threading
+    lock, warmed, overlaps = threading.Lock(), [], []
+    busy = threading.Event()
+
+    def warm(spec, cfg):
+        with lock:
+            warmed.append(cfg)
+        time.sleep(0.01)
+        return "warm-up: RuntimeError: boom" if cfg.num_stages == 3 else ""
+
+    def measure(spec, cfg, T):
+        if busy.is_set():
+            overlaps.append(cfg)
+        busy.set()
+        time.sleep(0.005)
+        busy.clear()
+        return fake_measure(spec, cfg, T)
+
+    study = run_study(SPEC, 4, measure, storage=optuna.storages.InMemoryStorage(),
+                      settings=TuneSettings(16, "tpe", 0, parallel=4), constraint=constraint(), out=None,
+                      warm=warm)
+    meas = measured_trials(study)
+    assert 16 <= len(meas) <= 16 + 3 and not overlaps
+    assert len(warmed) == len(meas)  # every measured config was warmed first
+    noted = [t for t in meas if t.params["num_stages"] == 3]
+    assert all("boom" in t.user_attrs["warm"] for t in noted)  # a warm-up failure is noted, not fatal
+    entry = study_entry(study, 4)
+    assert entry.default_time_us == pytest.approx(fake_time(default_config(SPEC, 4)))
+    assert entry.time_us <= entry.default_time_us
+
+
+def test_jit_warmer_runs_configs_in_worker_processes():
+    from sparsemla.gen.gpu_measure import JitWarmer
+    spec = KernelSpec(arch="sm90", num_heads=16, topk=64, compute_dtype="fp32")  # interpreter: no bf16 dot
+    warm = JitWarmer(2, timeout=120, device="cpu")
+    try:
+        assert warm(spec, Config(16, 16, 2, 4, 1)) == ""
+        assert warm(spec, Config(16, 16, 1, 4, 1)) == ""
+        bad = warm(spec, Config(16, 16, 2, 3, 1))  # num_warps=3 is refused by Config.check
+        assert bad.startswith("warm-up: ValueError") and "num_warps" in bad
+    finally:
+        warm.close()
+
+
+def test_split_counts_share_one_compile_report():
+    calls = []
+    c = CompileConstraint(0, lambda spec, cfg, arch: calls.append(cfg) or fake_compile(spec, cfg, arch), None)
+    for s in (2, 4, 8, 32):
+        assert c.reason(SPEC, Config(16, 32, s, 4, 2)) == ""
+    assert c.reason(SPEC, Config(16, 32, 1, 4, 2)) == ""
+    assert [x.num_splits for x in calls] == [2, 1]
 
 
 def test_bucket_for():
