@@ -164,6 +164,19 @@ def graph_time_us(calls, reps=7):
     return sorted(times)[len(times) // 2]
 
 
+def step_us(calls, n: int = 40) -> float:
+    """Wall time per call of ``n`` back-to-back eager calls cycling over ``calls`` (host work,
+    FlashInfer's plan() included, overlapping the GPU as in a serving loop), then a sync."""
+    for c in calls[:2]:
+        c()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for i in range(n):
+        calls[i % len(calls)]()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
 def rotations(fmt, T) -> int:
     """Input sets per graph so that one replay gathers about 4x the H200's 60 MB L2."""
     from sparsemla.gen.layout import kv_bytes_per_token
@@ -184,7 +197,7 @@ def run_suite(rows, device, *, configs=None, with_flashinfer=True, check=True, l
     import sparsemla
     from sparsemla.gen.spec import KernelSpec
     from sparsemla.runtime.api import device_arch
-    from sparsemla.runtime.dispatch import select_config
+    from sparsemla.runtime.dispatch import lookup, select_config
 
     anchor = None
     if with_flashinfer:
@@ -231,6 +244,13 @@ def run_suite(rows, device, *, configs=None, with_flashinfer=True, check=True, l
                     row["rel_err"] = rel_err(out[:n], ref)
                 row["us"] = graph_time_us([ours(*st) for st in sets])
                 row["host_us"] = do_bench(call, warmup=10, rep=50, return_mode="median") * 1e3
+                # What a serving step pays through the dispatcher (backend "auto": the table's choice).
+                entry = lookup(spec, T, device)
+                row["auto_backend"] = entry.backend if entry is not None else "triton"
+                row["auto_step_us"] = step_us([
+                    lambda st=st: sparsemla.sparse_mla(st[0], cache, st[1], sm_scale=sm_scale,
+                                                       kv_format=fmt.kv_format, out=st[2], **kw)
+                    for st in sets], n=min(40, max(8, 4 * len(sets))))
             except Exception as e:
                 row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
                 log(f"{fname} T={T} H={H}: {row['error']}")
@@ -250,6 +270,11 @@ def run_suite(rows, device, *, configs=None, with_flashinfer=True, check=True, l
                     row["fi_us"] = graph_time_us([p[0] for p in prepared])
                     row["fi_host_us"] = do_bench(fi_call, warmup=10, rep=50, return_mode="median") * 1e3
                     row["fi_plan_ms"] = sorted(p[1] for p in prepared)[len(prepared) // 2]
+                    row["fi_step_us"] = step_us([  # plan() + run() per step: new indices each step
+                        lambda st=st: anchor.prepare(fmt, cache, kw, st[0], st[1], sm_scale)[0]()
+                        for st in sets], n=min(40, max(8, 4 * len(sets))))
+                    if "auto_step_us" in row:
+                        row["step_speedup"] = row["fi_step_us"] / row["auto_step_us"]
                     if "us" in row:
                         row["speedup"] = row["fi_us"] / row["us"]
                     del prepared
@@ -274,12 +299,15 @@ def format_row(r) -> str:
     return (f"| {r['format']} | {r['T']} | {r['H']} | {_f(r.get('us'), '.1f')} | {_f(r.get('fi_us'), '.1f')} | "
             f"{_f(r.get('speedup'), '.2f')} | {_f(r.get('tflops'), '.0f')} | {_f(r.get('gbs'), '.0f')} | "
             f"{_f(r.get('roofline'), '.2f')} | {_f(r.get('host_us'), '.1f')} | {_f(r.get('fi_host_us'), '.1f')} | "
-            f"{_f(r.get('fi_plan_ms'), '.2f')} | {_f(r.get('rel_err'), '.1e')} | {cfg} |")
+            f"{_f(r.get('fi_plan_ms'), '.2f')} | {r.get('auto_backend', '-')} | {_f(r.get('auto_step_us'), '.1f')} | "
+            f"{_f(r.get('fi_step_us'), '.1f')} | {_f(r.get('step_speedup'), '.2f')} | "
+            f"{_f(r.get('rel_err'), '.1e')} | {cfg} |")
 
 
 HEADER = ("| format | T | H | ours us | FlashInfer us | FI/ours | TFLOP/s | GB/s | roofline | ours call us | "
-          "FI run() us | FI plan ms | rel err | config |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "FI run() us | FI plan ms | auto backend | auto step us | FI step us | FI step/auto step | rel err | "
+          "config |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def provenance(device):
@@ -316,6 +344,9 @@ def write_results(res, out_dir, device, title="sparse MLA benchmark suite"):
           f"'us' columns: kernel time per call from CUDA-graph replay over rotating input sets (one replay "
           f"gathers ~4x the L2), median of 7 replays, for both libraries. 'call us': do_bench median of one "
           f"eager Python call (L2 cleared), i.e. including host overhead. FI plan: host time of one plan(). "
+          f"Step columns: wall time per call of back-to-back eager calls over the rotating sets, as a serving "
+          f"loop runs them: 'auto' is sparse_mla's dispatch (the tuned table's backend), 'FI step' is FlashInfer's "
+          f"plan() + run() (the indices change every step, so every step plans). "
           f"Ceilings measured in the same run: copy "
           f"{res['ceilings']['copy_gbs']:.0f} GB/s, bf16 matmul {res['ceilings']['bf16_tflops']:.0f} TFLOP/s. "
           f"roofline = max(FLOPs/matmul rate, bytes/copy rate) / our time. rel err: bf16 output vs the fp32 "
