@@ -28,12 +28,13 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--max-spill", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--parallel", type=int, default=6, help="trials in flight (compiled in parallel)")
     args = ap.parse_args(argv)
 
     import optuna
     import torch
 
-    from sparsemla.gen.gpu_measure import GpuMeasurer
+    from sparsemla.gen.gpu_measure import GpuMeasurer, JitWarmer
     from sparsemla.gen.search_space import CompileConstraint, search_space, space_size
     from sparsemla.gen.suite import suite_spec
     from sparsemla.gen.tune import PARAMS, TuneSettings, best_trial, measured_trials, run_study
@@ -51,18 +52,21 @@ def main(argv=None) -> int:
     arch = device_arch(dev)
     journal = str(out / "compare.journal")
     measure = GpuMeasurer(args.timeout)
-    constraint = CompileConstraint(args.max_spill)
+    constraint = CompileConstraint(args.max_spill, jobs=args.parallel)
+    warm = JitWarmer(args.parallel, timeout=2 * args.timeout) if args.parallel > 1 else None
     rows = []
     try:
         for item in args.specs.split(","):
             fmt, H, T = item.split(":")
             spec, T = suite_spec(fmt, int(H), arch), int(T)
             grid = run_study(spec, T, measure, storage=journal, gpu=f"{gpu}-grid", constraint=constraint,
-                             settings=TuneSettings(None, "grid", args.seed, args.max_spill, args.timeout))
+                             settings=TuneSettings(None, "grid", args.seed, args.max_spill, args.timeout,
+                                                   args.parallel), warm=warm)
             n_grid = len(measured_trials(grid))
             budget = max(1, n_grid // 4)
             tpe = run_study(spec, T, measure, storage=journal, gpu=f"{gpu}-tpe", constraint=constraint,
-                            settings=TuneSettings(budget, "tpe", args.seed, args.max_spill, args.timeout))
+                            settings=TuneSettings(budget, "tpe", args.seed, args.max_spill, args.timeout,
+                                                  args.parallel), warm=warm)
             gb, tb = best_trial(grid), best_trial(tpe)
             base = [t for t in grid.trials if t.user_attrs.get("baseline")]
             row = dict(spec=spec.key, format=fmt, H=int(H), T=T, space=space_size(search_space(spec)),
@@ -80,6 +84,8 @@ def main(argv=None) -> int:
     finally:
         measure.close()
         constraint.close()
+        if warm is not None:
+            warm.close()
 
     prov = dict(gpu=torch.cuda.get_device_name(dev), arch=arch, **software_provenance(),
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))

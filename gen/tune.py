@@ -120,10 +120,10 @@ class Objective:
     in parallel trials), then measure; measurements never overlap, so timings stay clean."""
 
     def __init__(self, spec: KernelSpec, bucket: int, measure: Callable, constraint: CompileConstraint,
-                 space: dict, warm: Callable | None = None):
+                 space: dict, warm: Callable | None = None, budget: int | None = None):
         import threading
         self.spec, self.bucket, self.measure, self.constraint, self.space = spec, bucket, measure, constraint, space
-        self.warm = warm
+        self.warm, self.budget = warm, budget
         self._measure_lock = threading.Lock()
 
     def _seen(self, study, params: tuple, number: int):
@@ -155,11 +155,15 @@ class Objective:
             note = self.warm(self.spec, cfg)
             if note:
                 trial.set_user_attr("warm", note[:200])
-        try:
-            with self._measure_lock:
+        with self._measure_lock:
+            # Trials still in flight when the budget fills are not measured: the budget is exact.
+            if self.budget is not None and len(measured_trials(trial.study)) >= self.budget:
+                trial.set_user_attr("skipped", "budget met")  # not an outcome: may run on resume
+                raise optuna.TrialPruned("budget met")
+            try:
                 m = self.measure(self.spec, cfg, self.bucket)
-        except Exception as e:  # a measurer bug or a crash in-process: this config fails
-            m = failed(f"{type(e).__name__}: {e}")
+            except Exception as e:  # a measurer bug or a crash in-process: this config fails
+                m = failed(f"{type(e).__name__}: {e}")
         if math.isfinite(m.error):
             trial.set_user_attr("error", m.error)
         if not m.ok or not math.isfinite(m.time_us) or m.time_us <= 0:
@@ -189,7 +193,7 @@ class Progress:
         best = best_trial(study)
         a = trial.user_attrs
         what = (f"{trial.value:.2f} us" if trial.state == TrialState.COMPLETE
-                else a.get("rejected") or a.get("fail") or trial.state.name)
+                else a.get("rejected") or a.get("fail") or a.get("skipped") or trial.state.name)
         if "duplicate_of" in a:
             what = f"= #{a['duplicate_of']}"
         budget = self.settings.trials if self.settings.sampler == "tpe" else self.n_space
@@ -243,7 +247,8 @@ def run_study(spec: KernelSpec, bucket: int, measure: Callable, *, storage=None,
     budget_left = settings.sampler == "grid" or settings.trials is None or n_meas < settings.trials
     try:
         if budget_left and len(tried) < space_size(space):
-            study.optimize(Objective(spec, bucket, measure, constraint, space, warm), callbacks=[progress],
+            budget = settings.trials if settings.sampler == "tpe" else None
+            study.optimize(Objective(spec, bucket, measure, constraint, space, warm, budget), callbacks=[progress],
                            n_trials=progress.cap, gc_after_trial=False, n_jobs=max(1, settings.parallel))
     finally:
         if own:

@@ -201,8 +201,8 @@ def test_parallel_trials_warm_concurrently_and_measure_one_at_a_time():
                       settings=TuneSettings(16, "tpe", 0, parallel=4), constraint=constraint(), out=None,
                       warm=warm)
     meas = measured_trials(study)
-    assert 16 <= len(meas) <= 16 + 3 and not overlaps
-    assert len(warmed) == len(meas)  # every measured config was warmed first
+    assert len(meas) == 16 and not overlaps  # the budget is exact with trials in flight
+    assert len(warmed) >= len(meas)  # every measured config was warmed first
     noted = [t for t in meas if t.params["num_stages"] == 3]
     assert all("boom" in t.user_attrs["warm"] for t in noted)  # a warm-up failure is noted, not fatal
     entry = study_entry(study, 4)
