@@ -17,6 +17,7 @@ and newer (it only calls sparsemla).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -237,6 +238,14 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     t = timed(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=few, out=dst), 50, repeats)
     rows.append(_split_row("page_split 256->64, touched", "4 pages, ids 256x2048", t, few_moved, few_copy,
                            few_best, target=False) | dict(config=str(cfg)))
+    # The mark kernel's other strategy (each page stored once per block), on the same two pools.
+    dd = dataclasses.replace(cfg, mark_dedup=True)
+    for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
+                                          (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
+        t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=dd),
+                  inner, repeats)
+        rows.append(_split_row("page_split 256->64, touched, mark_dedup", what, t, m, cp, bst, target=target)
+                    | dict(config=str(dd)))
     sweep_rows = []
     if sweep:
         for warps, per_sm in ((4, 4), (4, 8), (8, 2), (8, 4), (16, 2)):

@@ -42,11 +42,13 @@ def _check_arch(obj):
 class PagingConfig:
     """Tunables of one paging kernel launch: ``block`` elements (index entries or 8-byte
     words) per program step, ``num_warps``, and for a kernel with a fixed grid that strides
-    over its work (page_split of touched pages), ``programs_per_sm``."""
+    over its work (page_split of touched pages), ``programs_per_sm``; ``mark_dedup``: page_split's
+    mark kernel stores each page once per block (sorted) instead of once per token id."""
 
     block: int = 1024
     num_warps: int = 4
     programs_per_sm: int = 4
+    mark_dedup: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -207,7 +209,8 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
         return [("pack_valid_prefix_kernel", dict(BLOCK=cfg.block), cfg)]
     full, touched = config or spec.default_config(), config or spec.default_config(touched=True)
     return [("page_split_kernel", dict(BLOCK=full.block), full),
-            ("page_mark_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
+            *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d), PagingConfig(MARK_BLOCK, 4))
+              for d in (False, True)],
             ("page_compact_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
             ("page_split_list_kernel", {}, touched)]
 

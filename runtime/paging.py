@@ -223,9 +223,9 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid. With touched_indices the kernels keep state on
-    the device (see ``_PageList``): make one call before capturing a CUDA graph, and keep the calls
-    of one device on one stream.
+    ``programs_per_sm`` of the copy's fixed grid, and ``mark_dedup``. With touched_indices the
+    kernels keep state on the device (see ``_PageList``): make one call before capturing a CUDA
+    graph, and keep the calls of one device on one stream.
     """
     _positive_int("src_page_size", src_page_size)
     _positive_int("dst_page_size", dst_page_size)
@@ -284,7 +284,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     # and only the listed pages' bytes move.
     state = _page_list(dev, N)
     mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](tok, tok.numel(), state.marks, N, state.count,
-                                                            BLOCK=MARK_BLOCK, num_warps=4)
+                                                            BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup), num_warps=4)
     mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](state.marks, N, state.pages, state.count,
                                                      BLOCK=MARK_BLOCK, num_warps=4)
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))

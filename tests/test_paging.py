@@ -236,7 +236,9 @@ def _check_touched(src, got, P, pages, D=64):
 
 
 @pytest.mark.parametrize("P,config", [(256, None), (256, PagingConfig(512, 2, programs_per_sm=1)),
-                                      (512, PagingConfig(512, 4, programs_per_sm=3)), (128, None)])
+                                      (512, PagingConfig(512, 4, programs_per_sm=3)), (128, None),
+                                      (256, PagingConfig(mark_dedup=True)),
+                                      (512, PagingConfig(512, 4, programs_per_sm=2, mark_dedup=True))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -268,12 +270,14 @@ def test_page_mark_and_compact_list_each_page_once():
     mod = sparsemla.gen.load_module(PageSplitSpec(P, 64))
     pages = [3, 17, 0, 2999, 22, 8, 1500, 1024, 1023]  # across compact blocks of 1024 marks
     tok = _touched_problem(gen, N, P, pages, per_page=300).reshape(-1)  # several blocks, many duplicates
-    marks = torch.zeros(N, dtype=torch.int8)
-    listed = torch.full((N,), -7, dtype=torch.int32)
-    count = torch.full((1,), 12345, dtype=torch.int32)  # the mark kernel zeroes it
     block = 256
-    mod.page_mark_kernel[(-(-tok.numel() // block),)](tok, tok.numel(), marks, N, count, BLOCK=block)
-    assert int(count) == 0 and marks.nonzero().view(-1).tolist() == sorted(pages)
+    for dedup in (True, False):  # both mark strategies mark the same pages; the last one is compacted
+        marks = torch.zeros(N, dtype=torch.int8)
+        listed = torch.full((N,), -7, dtype=torch.int32)
+        count = torch.full((1,), 12345, dtype=torch.int32)  # the mark kernel zeroes it
+        mod.page_mark_kernel[(-(-tok.numel() // block),)](tok, tok.numel(), marks, N, count, BLOCK=block,
+                                                          DEDUP=dedup)
+        assert int(count) == 0 and marks.nonzero().view(-1).tolist() == sorted(pages), dedup
     mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, BLOCK=block)
     assert int(count) == len(pages)
     assert sorted(listed[:len(pages)].tolist()) == sorted(pages)
