@@ -1,7 +1,7 @@
 """Time several configs per row on the GPU, with a bf16 correctness check and the compiler's
 resource report (registers, spills, shared memory) of each variant.
 
-  python benchmarks/sweep.py --rows bf16:1:128,bf16:128:128 --configs 64,32,1,8,2/64,64,1,8,2
+  python benchmarks/sweep.py --rows bf16:1:128,bf16:128:128 --configs 64,32,1,8,2/64,64,1,8,2/64,32,1,8,3,1
   (a config is block_h,block_n,num_splits,num_warps,num_stages; splits 0 = the default's)
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", required=True, help="format:T:H,...")
-    ap.add_argument("--configs", required=True, help="h,n,s,w,st/...")
+    ap.add_argument("--configs", required=True, help="h,n,s,w,st[,pf]/... (pf 1: index_prefetch)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from triton.testing import do_bench
@@ -47,10 +47,10 @@ def main():
         ref = sparsemla.sparse_mla(q[:n], cache, idx[:n], sm_scale=fmt.d_qk ** -0.5, kv_format=fmt.kv_format,
                                    backend="torch", **kw)
         floor, _, _ = roofline_us(fmt, T, H, 4300, 790)
-        for h, nb, s, w, st in configs:
+        for h, nb, s, w, st, *pf in configs:
             if s == 0:
                 s = default_config(spec, T).num_splits
-            cfg = Config(min(h, max(16, 1 << (H - 1).bit_length())), nb, s, w, st)
+            cfg = Config(min(h, max(16, 1 << (H - 1).bit_length())), nb, s, w, st, bool(pf and pf[0]))
             r = dict(row=row, config=cfg.to_dict())
             try:
                 call = lambda: sparsemla.sparse_mla(q, cache, idx, sm_scale=fmt.d_qk ** -0.5,
@@ -68,7 +68,7 @@ def main():
             except Exception as e:
                 r["error"] = f"{type(e).__name__}: {str(e)[:200]}"
             results.append(r)
-            print(f"{row:18s} h{cfg.block_h} n{nb} s{s} w{w} st{st}: {r.get('us', float('nan')):9.1f} us "
+            print(f"{row:18s} h{cfg.block_h} n{nb} s{s} w{w} st{st}{' pf' if cfg.index_prefetch else ''}: {r.get('us', float('nan')):9.1f} us "
                   f"roof {r.get('roofline', 0):.2f} err {r.get('err', float('nan')):.1e} "
                   f"regs {r.get('regs', '-')} spill {r.get('spills', '-')} smem {r.get('smem', '-')} {r.get('error', '')}",
                   flush=True)

@@ -37,7 +37,7 @@ def report(table: dict) -> str:
                          f"{_f(e.get('time_us'))} | {_f(speedup, '.2f')} | {_f(ours)} | {_f(fi)} | "
                          f"{_f(fi / ours if fi and ours else None, '.2f')} | {e['backend']} | "
                          f"h{c['block_h']} n{c['block_n']} s{c['num_splits']} w{c['num_warps']} "
-                         f"st{c['num_stages']} | {e.get('trials', 0)} |"))
+                         f"st{c['num_stages']}{' pf' if c.get('index_prefetch') else ''} | {e.get('trials', 0)} |"))
     order = list(SUITE_FORMATS)
     rows.sort(key=lambda r: (order.index(r[0]) if r[0] in order else 99, r[1], r[2]))
     tuned = [r for r in rows]

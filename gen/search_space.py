@@ -25,7 +25,7 @@ from .render import atomic_write, cache_dir, template_source
 from .spec import ARCHS, Config, KernelSpec, default_config, next_pow2
 
 log = logging.getLogger("sparsemla")
-PARAMS = ("block_h", "block_n", "num_splits", "num_warps", "num_stages")
+PARAMS = ("block_h", "block_n", "num_splits", "num_warps", "num_stages", "index_prefetch")
 
 
 def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[int]]:
@@ -36,7 +36,8 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     registers, and 64 x 512 already takes half of them. block_n stops at 128 (a 256-row tile
     of q's width does not fit shared memory with a second stage); num_splits stops where a
     split would get less than the smallest KV tile. num_warps is the arch's list (16 warps
-    measured 2x slower on the H200 in every row: the accumulator spills).
+    measured 2x slower on the H200 in every row: the accumulator spills). index_prefetch lets
+    the KV gather run num_stages - 1 tiles ahead (compiled: 3 KV buffers at 3 stages, not 2).
     The arch's default config is always inside the space.
     """
     a = ARCHS[arch or spec.arch]
@@ -48,6 +49,7 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
         "num_splits": [s for s in (1, 2, 4, 8, 16, 32, 64) if s == 1 or total // s >= 16],
         "num_warps": list(a.warps),
         "num_stages": list(range(1, a.max_stages + 1)),
+        "index_prefetch": [False, True],
     }
     for T in (1, 4096):  # the default changes with T only through num_splits
         for k, v in default_config(replace(spec, arch=a.name), T).to_dict().items():
@@ -87,7 +89,8 @@ def compiled_variant(config: Config) -> Config:
 
 def _key(spec: KernelSpec, config: Config, arch: str) -> str:
     c = compiled_variant(config)
-    return f"{arch}|{spec.key}|{c.block_h},{c.block_n},{c.num_splits},{c.num_warps},{c.num_stages}"
+    return (f"{arch}|{spec.key}|{c.block_h},{c.block_n},{c.num_splits},{c.num_warps},{c.num_stages}"
+            + (",pf" if c.index_prefetch else ""))
 
 
 def compile_cache_path() -> Path:

@@ -160,6 +160,7 @@ class Config:
     num_splits: int = 1  # split-K over the top-k list (1: no combine pass)
     num_warps: int = 8
     num_stages: int = 2
+    index_prefetch: bool = False  # load the next tile's slot ids a tile early (deeper KV pipelining)
 
     def check(self, spec: KernelSpec) -> "Config":
         """Raise ValueError if this config cannot run ``spec`` on its arch."""
@@ -178,6 +179,8 @@ class Config:
             bad("num_warps", "one of 1, 2, 4, 8, 16")
         if not 1 <= self.num_stages <= arch.max_stages:
             bad("num_stages", f"an int in 1..{arch.max_stages} on {arch.name}")
+        if not isinstance(self.index_prefetch, bool):
+            bad("index_prefetch", "True or False")
         return self
 
     def to_dict(self) -> dict:

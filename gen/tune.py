@@ -176,7 +176,8 @@ class Objective:
 
 
 def _fmt_cfg(p: dict) -> str:
-    return f"h{p.get('block_h')} n{p.get('block_n')} s{p.get('num_splits')} w{p.get('num_warps')} st{p.get('num_stages')}"
+    return (f"h{p.get('block_h')} n{p.get('block_n')} s{p.get('num_splits')} w{p.get('num_warps')} "
+            f"st{p.get('num_stages')}" + (" pf" if p.get("index_prefetch") else ""))
 
 
 class Progress:
@@ -280,7 +281,8 @@ def static_config(spec: KernelSpec, num_tokens: int, constraint: CompileConstrai
     those spill, the first that fits anyway: spilling is slow, not wrong."""
     d = default_config(spec, num_tokens)
     space = search_space(spec)
-    cands = [c for c in all_configs(space) if c.num_splits == d.num_splits and c.block_h <= d.block_h
+    cands = [c for c in all_configs(space) if c.num_splits == d.num_splits and c.index_prefetch == d.index_prefetch
+             and c.block_h <= d.block_h
              and c.block_n <= d.block_n and c.num_stages <= d.num_stages]
     cands.sort(key=lambda c: (d.block_h // c.block_h, d.block_n // c.block_n, d.num_stages - c.num_stages,
                               c.num_warps != d.num_warps))

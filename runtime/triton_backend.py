@@ -101,6 +101,7 @@ class TritonLaunch:
         fwd.fixed(H, S, *flags)
         self.fwd_args = fwd
         self.fwd_kw = dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
+                           INDEX_PREFETCH=config.index_prefetch,
                            num_warps=config.num_warps, num_stages=config.num_stages)
         head_blocks = -(-H // config.block_h)
         self.fwd = mod.sparse_mla_fwd[(T * head_blocks * S,)]  # grid and proxy made once

@@ -44,3 +44,18 @@ def test_a_config_over_the_shared_memory_limit_is_reported():
     spec = KernelSpec(arch="sm121")
     (r,) = compile_many([(spec, Config(64, 128, 1, 8, 3), "sm121")])
     assert not r.fits, r.line()
+
+
+def test_index_prefetch_compiles_and_deepens_the_kv_pipeline():
+    # With the next tile's slot ids loaded a tile early, the pipeliner can keep num_stages - 1
+    # gathered tiles in flight: 3 stages buffer more KV than 2 (without prefetch both buffer 2).
+    from sparsemla.gen.spec import Config
+    spec = KernelSpec(kv_format="auto", num_heads=64, arch="sm90")
+    r2, r3, off3 = compile_many([(spec, Config(64, 32, 2, 8, 2, True), "sm90"),
+                                 (spec, Config(64, 32, 2, 8, 3, True), "sm90"),
+                                 (spec, Config(64, 32, 2, 8, 3, False), "sm90")])
+    for r in (r2, r3, off3):
+        assert r.ok and r.fits, r.line()
+    tile = 32 * 576 * 2  # one gathered bf16 KV tile
+    assert r3.shared_bytes >= r2.shared_bytes + tile, (r2.line(), r3.line())
+    assert off3.shared_bytes < r3.shared_bytes, (off3.line(), r3.line())
