@@ -27,7 +27,7 @@ from sparsemla.gen.tuned_table import (BUCKETS, TunedEntry, bucket_for, gpu_dirn
 from sparsemla.runtime import dispatch  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-SPEC = KernelSpec(arch="sm120", num_heads=16)  # space: 1 x 4 x 7 x 2 x 3 = 168 configs
+SPEC = KernelSpec(arch="sm120", num_heads=16)  # space: 1 x 4 x 7 x 2 x 3 x 2 = 336 configs
 
 
 def fake_compile(spec, cfg, arch):
@@ -59,11 +59,13 @@ def run(measure=fake_measure, trials=12, sampler="tpe", storage=None, seed=0):
 # ---------------------------------------------------------------- search space and constraint
 
 def test_search_space_per_arch():
+    assert [ARCHS[a].max_stages for a in ("sm90", "sm120", "sm121")] == [4, 3, 3]
     for arch in ("sm90", "sm120", "sm121"):
         for H in (16, 32, 128):
             spec = KernelSpec(arch=arch, num_heads=H, topk=2048)
             sp = search_space(spec)
-            assert sp["num_warps"] == [4, 8] and sp["num_stages"] == [1, 2, 3]
+            assert sp["num_warps"] == [4, 8] and sp["num_stages"] == list(range(1, ARCHS[arch].max_stages + 1))
+            assert sp["index_prefetch"] == [False, True]
             # d_v = 512: a 128-head fp32 accumulator cannot live in registers
             assert sp["block_h"] == [b for b in (16, 32, 64) if b <= max(16, H)]
             assert sp["block_n"] == [16, 32, 64, 128]
