@@ -221,7 +221,8 @@ def default_config(spec: KernelSpec, num_tokens: int, num_sms: int | None = None
         splits *= 2
     # Measured on the H200 (benchmarks/results/sweep_*.json, session3/): a 64-row tile beats
     # 32 rows by 1.4x with 64 heads and 8 warps, and by 1.17-1.27x with 16 heads and 4 warps
-    # (a third stage gains nothing: the gathered tile is still issued one tile ahead);
+    # (a third stage gains nothing without index_prefetch: the gathered tile is still issued
+    # one tile ahead);
     # with <= 32 heads 4 warps beat 8 by 1.3x.
     block_n = 32 if small_smem else 64
     num_stages = 2
