@@ -5,7 +5,8 @@
 #  2. the paging benchmark (with page_split's mark_dedup rows),
 #  3. finish the tuning run (model1 H >= 32, into benchmarks/results/tune_run2/'s table),
 #  4. grid vs TPE on three specs.
-# Logs and results go to $OUT.
+# Logs and results go to $OUT; afterwards copy $OUT/tuned/NVIDIA_H200/sparse_mla.json and tune.journal
+# into benchmarks/results/tune_run2/ and the table into tuned/NVIDIA_H200/.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
