@@ -23,7 +23,7 @@ def main():
 
     import sparsemla
     from sparsemla.bench import FORMATS, SLOTS, TOPK, make_cache, rel_err, roofline_us
-    from sparsemla.gen.spec import Config, KernelSpec, default_config
+    from sparsemla.gen.spec import Config, KernelSpec, config_label, default_config
 
     dev = torch.device("cuda")
     configs = [tuple(int(x) for x in c.split(",")) for c in args.configs.split("/")]
@@ -68,7 +68,7 @@ def main():
             except Exception as e:
                 r["error"] = f"{type(e).__name__}: {str(e)[:200]}"
             results.append(r)
-            print(f"{row:18s} h{cfg.block_h} n{nb} s{s} w{w} st{st}{' pf' if cfg.index_prefetch else ''}: {r.get('us', float('nan')):9.1f} us "
+            print(f"{row:18s} {config_label(cfg)}: {r.get('us', float('nan')):9.1f} us "
                   f"roof {r.get('roofline', 0):.2f} err {r.get('err', float('nan')):.1e} "
                   f"regs {r.get('regs', '-')} spill {r.get('spills', '-')} smem {r.get('smem', '-')} {r.get('error', '')}",
                   flush=True)

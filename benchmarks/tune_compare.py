@@ -37,6 +37,7 @@ def main(argv=None) -> int:
     from sparsemla.gen.gpu_measure import GpuMeasurer, JitWarmer
     from sparsemla.gen.search_space import CompileConstraint, search_space, space_size
     from sparsemla.gen.suite import suite_spec
+    from sparsemla.gen.spec import config_label
     from sparsemla.gen.tune import PARAMS, TuneSettings, best_trial, measured_trials, run_study
     from sparsemla.gen.tuned_table import gpu_dirname, software_provenance
     from sparsemla.runtime.api import device_arch
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
         return "-" if x is None else format(x, spec)
 
     def c(cfg):
-        return "-" if not cfg else "h{block_h} n{block_n} s{num_splits} w{num_warps} st{num_stages}".format(**cfg)
+        return "-" if not cfg else config_label(cfg)
 
     md = [f"# Grid vs TPE on {prov['gpu']} ({arch})", "",
           f"{prov['date']}; torch {prov['torch']}, Triton {prov['triton']}, sparsemla {prov['sparsemla']} "

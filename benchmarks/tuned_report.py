@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
-from sparsemla.gen.spec import KernelSpec
+from sparsemla.gen.spec import KernelSpec, config_label
 from sparsemla.gen.suite import SUITE_FORMATS
 
 
@@ -29,22 +29,20 @@ def report(table: dict) -> str:
     for key, buckets in table["entries"].items():
         spec = KernelSpec.from_key(key)
         for b, e in buckets.items():
-            c = e["config"]
             speedup = e["default_time_us"] / e["time_us"] if e.get("default_time_us") and e.get("time_us") else None
             fi, ours = e.get("flashinfer_time_us"), e.get("triton_bench_us")
             rows.append((label(spec), spec.num_heads, int(b),
                          f"| {label(spec)} | {b} | {spec.num_heads} | {_f(e.get('default_time_us'))} | "
                          f"{_f(e.get('time_us'))} | {_f(speedup, '.2f')} | {_f(ours)} | {_f(fi)} | "
                          f"{_f(fi / ours if fi and ours else None, '.2f')} | {e['backend']} | "
-                         f"h{c['block_h']} n{c['block_n']} s{c['num_splits']} w{c['num_warps']} "
-                         f"st{c['num_stages']}{' pf' if c.get('index_prefetch') else ''} | {e.get('trials', 0)} |"))
+                         f"{config_label(e['config'])} | {e.get('trials', 0)} |"))
     order = list(SUITE_FORMATS)
     rows.sort(key=lambda r: (order.index(r[0]) if r[0] in order else 99, r[1], r[2]))
-    tuned = [r for r in rows]
+    measured = f", measured with {p['measured_with_template']}" if p.get("measured_with_template") else ""
     head = [f"# Tuned configs on {p.get('gpu_name')} ({table['gpu']})", "",
             f"torch {p.get('torch')}, CUDA {p.get('cuda')}, Triton {p.get('triton')}, FlashInfer "
-            f"{p.get('flashinfer')}, sparsemla {p.get('sparsemla')} (template {p.get('template_hash')}), "
-            f"driver {p.get('driver')}. {len(tuned)} entries.", "",
+            f"{p.get('flashinfer')}, sparsemla {p.get('sparsemla')} (template {p.get('template_hash')}{measured}), "
+            f"driver {p.get('driver')}. {len(rows)} entries.", "",
             "default / tuned: kernel time per call by CUDA-graph replay over rotating inputs (the tuner's "
             "measurement; the default config is the study's first trial). ours / FlashInfer per call: "
             "do_bench of one eager call through sparse_mla (host work included; FlashInfer's plan() is "

@@ -195,6 +195,14 @@ class Config:
         return cls(**d)
 
 
+def config_label(c) -> str:
+    """A Config (or its dict, possibly partial) as people read it in logs and tables:
+    "h64 n64 s2 w8 st2", with " pf" when index_prefetch is on."""
+    d = c.to_dict() if isinstance(c, Config) else c
+    return (f"h{d.get('block_h')} n{d.get('block_n')} s{d.get('num_splits')} w{d.get('num_warps')} "
+            f"st{d.get('num_stages')}" + (" pf" if d.get("index_prefetch") else ""))
+
+
 def next_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 

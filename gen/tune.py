@@ -36,7 +36,7 @@ from optuna.trial import TrialState
 from .gpu_measure import Measurement, failed
 from .render import cache_dir, template_hash
 from .search_space import PARAMS, CompileConstraint, all_configs, search_space, space_size
-from .spec import ARCHS, Config, KernelSpec, default_config
+from .spec import ARCHS, Config, KernelSpec, config_label, default_config
 from .suite import SUITE_FORMATS, suite_specs
 from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, package_dir,
                           software_provenance, today, user_dir, write_table)
@@ -175,11 +175,6 @@ class Objective:
         return m.time_us
 
 
-def _fmt_cfg(p: dict) -> str:
-    return (f"h{p.get('block_h')} n{p.get('block_n')} s{p.get('num_splits')} w{p.get('num_warps')} "
-            f"st{p.get('num_stages')}" + (" pf" if p.get("index_prefetch") else ""))
-
-
 class Progress:
     """One line per trial with the best so far; the stop rule lives here too."""
 
@@ -198,7 +193,7 @@ class Progress:
         if "duplicate_of" in a:
             what = f"= #{a['duplicate_of']}"
         budget = self.settings.trials if self.settings.sampler == "tpe" else self.n_space
-        line = (f"[{self.label}] #{trial.number} {_fmt_cfg(trial.params)}: {what} | best "
+        line = (f"[{self.label}] #{trial.number} {config_label(trial.params)}: {what} | best "
                 f"{f'{best.value:.2f} us (#{best.number})' if best else '-'} | {n_meas}/{budget} measured")
         if self.out is not None:
             print(line[:240], file=self.out, flush=True)
@@ -406,7 +401,7 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
                 print(f"[{key} T={b}] no correct config: nothing written", file=sys.stderr)
                 continue
             write_table(path, gpu, {key: {b: entry}}, prov)
-            print(f"[{key} T={b}] best {_fmt_cfg(entry.config.to_dict())} {entry.time_us:.2f} us "
+            print(f"[{key} T={b}] best {config_label(entry.config.to_dict())} {entry.time_us:.2f} us "
                   f"(do_bench {entry.triton_bench_us}, FlashInfer {entry.flashinfer_time_us}"
                   f"{'' if not cmp or not cmp.get('flashinfer_error') else ': ' + cmp['flashinfer_error']}), "
                   f"backend {entry.backend} -> {path}", file=sys.stderr)

@@ -294,9 +294,8 @@ def _f(x, spec):
 
 
 def format_row(r) -> str:
-    c = r["config"]
-    cfg = (f"h{c['block_h']} n{c['block_n']} s{c['num_splits']} w{c['num_warps']} st{c['num_stages']}"
-           + (" pf" if c.get("index_prefetch") else ""))
+    from sparsemla.gen.spec import config_label
+    cfg = config_label(r["config"])
     return (f"| {r['format']} | {r['T']} | {r['H']} | {_f(r.get('us'), '.1f')} | {_f(r.get('fi_us'), '.1f')} | "
             f"{_f(r.get('speedup'), '.2f')} | {_f(r.get('tflops'), '.0f')} | {_f(r.get('gbs'), '.0f')} | "
             f"{_f(r.get('roofline'), '.2f')} | {_f(r.get('host_us'), '.1f')} | {_f(r.get('fi_host_us'), '.1f')} | "

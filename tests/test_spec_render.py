@@ -101,3 +101,11 @@ def test_model1_bytes_follow_the_published_layout():
     scales = torch.exp2(page[64 * 576 + o * 8:64 * 576 + o * 8 + 7].float() - 127)
     manual = torch.cat([(nope.view(7, 64) * scales[:, None]).flatten(), rope])
     assert torch.equal(manual, sparsemla.dequantize_kv(pages, "model1", page_size=64)[s])
+
+
+def test_config_label_reads_configs_and_their_dicts():
+    from sparsemla.gen.spec import Config, config_label
+    assert config_label(Config(64, 64, 2, 8, 2)) == "h64 n64 s2 w8 st2"
+    assert config_label(Config(64, 32, 2, 8, 3, True)) == "h64 n32 s2 w8 st3 pf"
+    assert config_label(Config(16, 16, 1, 4, 1).to_dict()) == "h16 n16 s1 w4 st1"
+    assert config_label({"block_h": 16}) == "h16 nNone sNone wNone stNone"  # a partial dict (a pruned trial)
