@@ -15,7 +15,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 
-from .render import load_compilable_module
+from .render import interpreting, load_compilable_module
 from .spec import ARCHS, Config, KernelSpec
 
 _PTR = {"q": "q", "out": "q", "kv_elem": "q", "x_kv_elem": "q", "kv_fp8": "u8", "x_kv_fp8": "u8",
@@ -90,16 +90,12 @@ def _ptxas_resources(ptx: str, arch_name: str) -> tuple[int, int]:
     return (int(regs.group(1)) if regs else -1, sum(int(s) for s in spills))
 
 
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
 def compile_many(jobs, kernel: str = "sparse_mla_fwd") -> list[CompileReport]:
     """``compile_for_arch`` for each (spec, config, arch). In a process that runs Triton's
     interpreter, tl.* helpers were bound to it at import, so the compiles run in one child
     process with the interpreter off."""
     jobs = list(jobs)
-    if not _interpreting():
+    if not interpreting():
         return [compile_for_arch(s, c, a, kernel) for s, c, a in jobs]
     payload = json.dumps([dict(spec=s.key, config=c.to_dict(), arch=a, kernel=kernel) for s, c, a in jobs])
     env = dict(os.environ, TRITON_INTERPRET="0")
@@ -114,7 +110,7 @@ def compile_many(jobs, kernel: str = "sparse_mla_fwd") -> list[CompileReport]:
 def compile_for_arch(spec: KernelSpec, config: Config, arch: str | None = None,
                      kernel: str = "sparse_mla_fwd") -> CompileReport:
     """Compile ``kernel`` of ``spec``'s module with ``config`` for ``arch`` (default spec.arch)."""
-    if _interpreting():
+    if interpreting():
         return compile_many([(spec, config, arch or spec.arch)], kernel)[0]
     import triton
     from triton.backends.compiler import GPUTarget

@@ -28,6 +28,11 @@ log = logging.getLogger("sparsemla")
 _TL_DTYPES = {"bf16": "tl.bfloat16", "fp16": "tl.float16", "fp32": "tl.float32"}
 
 
+def interpreting() -> bool:
+    """Whether Triton's interpreter is on in this process (TRITON_INTERPRET set, not 0)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
 def _version() -> str:
     from sparsemla import __version__
     return __version__

@@ -2,13 +2,14 @@
 ``sparsemla bench`` and ``sparsemla tune``.
 
 Decode: T in {1, 4, 16, 64, 128, 256} x H in {16, 32, 64, 128}; prefill: T = 4096 x H in
-{64, 128}; top-k 2048; six KV formats (below).
+{64, 128}; top-k 2048 slots drawn from a pool of 262,144; six KV formats (below).
 """
 from __future__ import annotations
 
 from .spec import KernelSpec
 
 TOPK = 2048
+SLOTS = 262_144  # the KV pool the top-k slots are drawn from
 DECODE_T = (1, 4, 16, 64, 128, 256)
 HEADS = (16, 32, 64, 128)
 PREFILL_T = 4096

@@ -20,12 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-SLOTS = 262_144
-TOPK = 2048
-DECODE_T = (1, 4, 16, 64, 128, 256)
-HEADS = (16, 32, 64, 128)
-PREFILL_T = 4096
-PREFILL_H = (64, 128)
+from sparsemla.gen.suite import DECODE_T, HEADS, PREFILL_H, PREFILL_T, SLOTS, SUITE_FORMATS, TOPK
 
 
 @dataclass(frozen=True)
@@ -40,14 +35,9 @@ class Fmt:
         return 512
 
 
-FORMATS = {
-    "bf16": Fmt("bf16", "auto", 576),
-    "bf16_nope": Fmt("bf16_nope", "auto", 512),
-    "fp8": Fmt("fp8", "fp8_e4m3", 576),
-    "fp8_nope": Fmt("fp8_nope", "fp8_e4m3", 512),
-    "fp8_ds_mla": Fmt("fp8_ds_mla", "fp8_ds_mla", 576, 64),
-    "model1": Fmt("model1", "model1", 512, 64),
-}
+# The suite's formats; page_size None: a flat [slots, d] cache.
+FORMATS = {name: Fmt(name, fmt, d_qk, page if page > 1 else None)
+           for name, (fmt, d_qk, page) in SUITE_FORMATS.items()}
 
 
 def suite_rows(formats, tokens=None, heads=None, prefill=True):

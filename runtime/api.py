@@ -7,6 +7,7 @@ import weakref
 
 import torch
 
+from sparsemla.gen.render import interpreting
 from sparsemla.gen.spec import Config, KernelSpec
 
 from . import triton_backend
@@ -31,10 +32,6 @@ def device_arch(device: torch.device) -> str:
         return "sm121" if minor == 1 else "sm120"
     # Other parts run the same Triton code; sm120's smaller shared-memory budget is the safe default.
     return "sm120"
-
-
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def _forced_backend() -> str | None:
@@ -290,7 +287,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         return reference()
     if backend == "flashinfer" and dev.type != "cuda":
         raise ValueError(f"backend='flashinfer' needs CUDA tensors; q is on {dev}")
-    if backend == "triton" and dev.type != "cuda" and not _interpreting():
+    if backend == "triton" and dev.type != "cuda" and not interpreting():
         raise ValueError(f"backend='triton' on a {dev.type} tensor needs TRITON_INTERPRET=1 "
                          f"(Triton's interpreter); use backend='torch' or a CUDA tensor")
     if compute_dtype is None:

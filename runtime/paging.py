@@ -11,9 +11,9 @@ import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
 from sparsemla.gen.paging import MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
-from sparsemla.gen.render import load_module
+from sparsemla.gen.render import interpreting, load_module
 
-from .api import _interpreting, device_arch
+from .api import device_arch
 
 _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
 _split_buffers: dict = {}  # (device, buffer_tag) -> persistent page_split output
@@ -22,7 +22,7 @@ _sm_counts: dict = {}  # device -> multiprocessor count
 
 
 def _use_kernels(dev: torch.device) -> bool:
-    return dev.type == "cuda" or _interpreting()
+    return dev.type == "cuda" or interpreting()
 
 
 def _check(name, t, *, dtypes, ndim, device=None):
