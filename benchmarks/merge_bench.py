@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import sys
 
+from pathlib import Path
+
 from sparsemla.bench import HEADER, format_row
+from sparsemla.gen.render import atomic_write
 
 
 def merge(paths: list[str]) -> dict:
@@ -52,7 +55,5 @@ def markdown(res: dict) -> str:
 if __name__ == "__main__":
     base, *paths = sys.argv[1:]
     res = merge(paths)
-    with open(base + ".json", "w") as f:
-        json.dump(res, f, indent=1)
-    with open(base + ".md", "w") as f:
-        f.write(markdown(res))
+    atomic_write(Path(base + ".json"), json.dumps(res, indent=1))
+    atomic_write(Path(base + ".md"), markdown(res))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -37,6 +36,7 @@ def main(argv=None) -> int:
     from sparsemla.gen.gpu_measure import GpuMeasurer, JitWarmer
     from sparsemla.gen.search_space import CompileConstraint, search_space, space_size
     from sparsemla.gen.suite import suite_spec
+    from sparsemla.gen.render import atomic_write
     from sparsemla.gen.spec import config_label
     from sparsemla.gen.tune import PARAMS, TuneSettings, best_trial, measured_trials, run_study
     from sparsemla.gen.tuned_table import gpu_dirname, software_provenance
@@ -90,9 +90,7 @@ def main(argv=None) -> int:
 
     prov = dict(gpu=torch.cuda.get_device_name(dev), arch=arch, **software_provenance(),
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
-    tmp = out / "compare.json.tmp"
-    tmp.write_text(json.dumps(dict(provenance=prov, rows=rows), indent=1))
-    os.replace(tmp, out / "compare.json")
+    atomic_write(out / "compare.json", json.dumps(dict(provenance=prov, rows=rows), indent=1))
 
     def f(x, spec=".2f"):
         return "-" if x is None else format(x, spec)
@@ -114,7 +112,7 @@ def main(argv=None) -> int:
                   f"{c(r['tpe_config'])} | {f(r['tpe_over_grid'], '.3f')} | {f(r['default_us'])} | "
                   f"{'yes' if r['pass'] else 'NO'} |")
     text = "\n".join(md) + "\n"
-    (out / "compare.md").write_text(text)
+    atomic_write(out / "compare.md", text)
     print(text)
     return 0 if rows and all(r["pass"] for r in rows) else 1
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import math
 import os
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
+from sparsemla.gen.gpu_measure import rel_err
+from sparsemla.gen.render import atomic_write
 from sparsemla.gen.suite import DECODE_T, HEADS, PREFILL_H, PREFILL_T, SLOTS, SUITE_FORMATS, TOPK
 
 
@@ -174,13 +176,6 @@ def rotations(fmt, T) -> int:
     return max(2, min(64, -(-240_000_000 // per_call)))
 
 
-def rel_err(a, b):
-    a, b = a.float(), b.float()
-    if not torch.isfinite(a).all():
-        return math.inf
-    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
-
-
 def run_suite(rows, device, *, configs=None, with_flashinfer=True, check=True, log=print):
     """Measure ``rows``; ``configs`` maps (format name, T, H) -> Config to override the dispatch."""
     from triton.testing import do_bench
@@ -324,9 +319,7 @@ def write_results(res, out_dir, device, title="sparse MLA benchmark suite"):
     os.makedirs(out_dir, exist_ok=True)
     res["provenance"] = provenance(device)
     base = os.path.join(out_dir, gpu_dirname(res["provenance"]["gpu"]))
-    with open(base + ".json.tmp", "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(base + ".json.tmp", base + ".json")
+    atomic_write(Path(base + ".json"), json.dumps(res, indent=1))
     p = res["provenance"]
     md = [f"# {title} on {p['gpu']}", "",
           f"{p['date']}; torch {p['torch']}, CUDA {p['cuda']}, Triton {p['triton']}, FlashInfer {p['flashinfer']}, "
@@ -342,8 +335,7 @@ def write_results(res, out_dir, device, title="sparse MLA benchmark suite"):
           f"roofline = max(FLOPs/matmul rate, bytes/copy rate) / our time. rel err: bf16 output vs the fp32 "
           f"reference on the first 8 tokens.", "", HEADER]
     md += [format_row(r) for r in res["rows"]]
-    with open(base + ".md", "w") as f:
-        f.write("\n".join(md) + "\n")
+    atomic_write(Path(base + ".md"), "\n".join(md) + "\n")
     return base
 
 
