@@ -28,7 +28,8 @@ import torch
 
 import sparsemla
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import ConvertIndicesSpec, PagingConfig, PageSplitSpec
+from sparsemla.gen.paging import MARK_BLOCK, ConvertIndicesSpec, PagingConfig, PageSplitSpec
+from sparsemla.gen.render import load_module
 from sparsemla.runtime import paging
 from sparsemla.runtime.api import device_arch
 from sparsemla.runtime.paging import (convert_indices_reference, pack_valid_prefix_reference,
@@ -195,6 +196,33 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
     return row
 
 
+def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -> list[dict]:
+    """Kernel times of one touched page_split: the mark kernel alone, mark + compact, and the
+    list copy alone (on the list the compact left)."""
+    P, n = 256, src.shape[0]
+    paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=cfg)
+    mod = load_module(PageSplitSpec(P, 64, device_arch(DEV)))
+    state = paging._list_buffers[DEV]
+    tok = ids.reshape(-1)
+    src64, dst64 = src.view(torch.int64), dst.view(torch.int64)
+    mark = lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
+        tok, tok.numel(), state.marks, n, state.count, BLOCK=MARK_BLOCK, DEDUP=cfg.mark_dedup,
+        COPIES=cfg.mark_copies, num_warps=4)
+    compact = lambda: mod.page_compact_kernel[(-(-n // MARK_BLOCK),)](
+        state.marks, n, state.pages, state.count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies, num_warps=4)
+    grid = min(n * 4, cfg.programs_per_sm * torch.cuda.get_device_properties(DEV).multi_processor_count)
+    copy = lambda: mod.page_split_list_kernel[(grid,)](src64, dst64, state.pages, state.count, n,
+                                                       num_warps=cfg.num_warps)
+    out = []
+    for label, fn in (("mark", mark), ("mark + compact", lambda: (mark(), compact())), ("list copy", copy)):
+        t = timed(fn, inner, repeats)
+        if label == "mark":
+            compact()  # clears the marks the mark-only replays left, and lists the pages again
+        out.append(dict(kernel=f"page_split touched: {label}", shape=f"{what}, ids 256x2048", **t,
+                        config=str(cfg)))
+    return out
+
+
 def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[list[dict], list[dict]]:
     P, D = 256, 64
     n = int(pool_gb * 1e9) // model1_page_bytes(P)
@@ -238,14 +266,18 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     t = timed(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=few, out=dst), 50, repeats)
     rows.append(_split_row("page_split 256->64, touched", "4 pages, ids 256x2048", t, few_moved, few_copy,
                            few_best, target=False) | dict(config=str(cfg)))
-    # The mark kernel's other strategy (each page stored once per block), on the same two pools.
-    dd = dataclasses.replace(cfg, mark_dedup=True)
-    for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
-                                          (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
-        t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=dd),
-                  inner, repeats)
-        rows.append(_split_row("page_split 256->64, touched, mark_dedup", what, t, m, cp, bst, target=target)
-                    | dict(config=str(dd)))
+    # The mark kernel's strategies (dedup: each page stored once per block; copies: rows of marks
+    # the programs spread over), on the same two pools, and where the default's time goes.
+    for dedup, ncopies in ((False, 1), (True, 8), (False, 8), (False, 32), (True, 32)):
+        mc = dataclasses.replace(cfg, mark_dedup=dedup, mark_copies=ncopies)
+        for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
+                                              (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
+            t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=mc),
+                      inner, repeats)
+            rows.append(_split_row(f"page_split 256->64, touched, mark dedup={dedup} copies={ncopies}", what, t,
+                                   m, cp, bst, target=target) | dict(config=str(mc)))
+    for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages")):
+        rows += touched_breakdown(src, dst, ids, cfg, what, inner, repeats)
     sweep_rows = []
     if sweep:
         for warps, per_sm in ((4, 4), (4, 8), (8, 2), (8, 4), (16, 2)):
@@ -261,7 +293,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
         got = dst[i * (P // D):(i + 1) * (P // D)]
         pad = D * ROW
         assert torch.equal(got[:, :pad], want[:, :pad]), f"page_split page {i} after replay"
-    del src, dst
+    src = dst = flat_src = flat_dst = None  # (the lambdas above share these cells)
     torch.cuda.empty_cache()
     return rows, sweep_rows
 

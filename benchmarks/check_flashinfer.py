@@ -150,16 +150,15 @@ def time_plan():
 
 
 def bare_launch(launch, vals):
-    """The kernel[grid](...) calls of a prepared TritonLaunch alone, their arguments built
-    beforehand from ``vals`` (TritonLaunch.__call__'s per-call values)."""
+    """The kernel[grid](...) calls of a prepared TritonLaunch alone (Triton's JIT launch path),
+    their arguments built beforehand from ``vals`` (TritonLaunch.__call__'s per-call values)."""
     calls = []
-    for kernel, args, kw in ((launch.fwd, launch.fwd_args, launch.fwd_kw),
-                             (launch.combine, getattr(launch, "comb_args", None), getattr(launch, "comb_kw", None))):
-        if kernel is not None:
-            a = args.values.copy()
-            for pos, which in args.slots:
+    for k in (launch.fwd, launch.combine):
+        if k is not None:
+            a = k.args.values.copy()
+            for pos, which in k.args.slots:
                 a[pos] = vals[which]
-            calls.append((kernel, a, kw))
+            calls.append((k.proxy, a, k.kw))
     if len(calls) == 1:
         (kernel, a, kw), = calls
         return lambda: kernel(*a, **kw)
@@ -176,7 +175,11 @@ def time_dispatch():
     call()
     prepared = next(iter(api._calls.values()))
     launch = prepared.launch
-    bare = bare_launch(launch, (q, idx, None, None, out, None, None, None, 0.04))
+    vals = (q, idx, None, None, out, None, None, None, 0.04)
+    bare = bare_launch(launch, vals)
+    if launch.fwd.direct is None:
+        print("  (no direct launcher: hits launch through Triton's JIT)")
+    direct = (lambda: launch.fwd.direct(vals)) if launch.fwd.direct is not None else bare
 
     def miss():
         api.clear_call_cache()
@@ -191,6 +194,7 @@ def time_dispatch():
             ("miss", "sparse_mla validated (a miss)  ", miss, n // 10),
             ("run", "run_triton (prepare, launch)   ", run, n),
             ("launch", "TritonLaunch (prepared)        ", lambda: launch(q, idx, 0.04, out), n),
+            ("direct", "compiled launcher (_Direct)    ", direct, n),
             ("bare", "kernel[grid](...) (bare launch)", bare, n)):
         times[name] = us = host_us(fn, n=calls, warmup=200)
         print(f"  {label}: {us:6.2f} us/call")

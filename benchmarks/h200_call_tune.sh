@@ -6,6 +6,8 @@
 #   bash benchmarks/h200_call_tune.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
+# First the direct launcher on the GPU (graph replays against the reference, dispatch overhead).
+timeout 90 python3 benchmarks/check_flashinfer.py --overhead-only 2>&1 | grep -v Warn | tee "$OUT/overhead.log" | tail -n 14
 mkdir -p "$OUT/tune_compare"
 cp benchmarks/results/tune_compare/compare.journal "$OUT/tune_compare/" 2>/dev/null
 FORMATS=model1 TRIALS=8 PARALLEL=8 LIMIT=${TUNE_LIMIT:-200} bash benchmarks/h200_tune.sh

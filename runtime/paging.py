@@ -180,24 +180,26 @@ def page_split_reference(src_pages, *, src_page_size, dst_page_size=64, touched_
 
 
 class _PageList:
-    """page_split's device state for touched pages, one per device: marks (int8 per source page),
+    """page_split's device state for touched pages, one per device: marks (int8 per source page,
+    in as many rows as the config's mark_copies),
     pages (the list of distinct touched source pages) and count (its length). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks, all on the device, so a call replays from a CUDA graph
     (make one call before capturing, so the buffers are allocated outside the graph). Calls on one
     device share it: run them on one stream."""
 
-    def __init__(self, device, capacity: int):
-        self.capacity = capacity
-        self.marks = torch.zeros(capacity, dtype=torch.int8, device=device)
+    def __init__(self, device, capacity: int, copies: int):
+        self.capacity, self.copies = capacity, copies
+        self.marks = torch.zeros(copies * capacity, dtype=torch.int8, device=device)
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
         self.count = torch.zeros(1, dtype=torch.int32, device=device)
 
 
-def _page_list(device, num_pages: int) -> _PageList:
+def _page_list(device, num_pages: int, copies: int) -> _PageList:
     state = _list_buffers.get(device)
-    if state is None or state.capacity < num_pages:
-        state = _PageList(device, max(num_pages, 1))
+    if state is None or state.capacity < num_pages or state.copies * state.capacity < copies * num_pages:
+        # (rows of num_pages marks each: a buffer that holds copies x num_pages is large enough)
+        state = _PageList(device, max(num_pages, 1), copies)
         _list_buffers[device] = state
     return state
 
@@ -223,7 +225,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, and ``mark_dedup``. With touched_indices the
+    ``programs_per_sm`` of the copy's fixed grid, ``mark_dedup`` and ``mark_copies``. With touched_indices the
     kernels keep state on the device (see ``_PageList``): make one call before capturing a CUDA
     graph, and keep the calls of one device on one stream.
     """
@@ -282,11 +284,12 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
         return out
     # The list of distinct touched source pages, then a fixed grid striding over it: no host sync,
     # and only the listed pages' bytes move.
-    state = _page_list(dev, N)
+    state = _page_list(dev, N, cfg.mark_copies)
     mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](tok, tok.numel(), state.marks, N, state.count,
-                                                            BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup), num_warps=4)
+                                                            BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
+                                                            COPIES=cfg.mark_copies, num_warps=4)
     mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](state.marks, N, state.pages, state.count,
-                                                     BLOCK=MARK_BLOCK, num_warps=4)
+                                                     BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies, num_warps=4)
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
     mod.page_split_list_kernel[(grid,)](src64, dst64, state.pages, state.count, N, num_warps=cfg.num_warps)
     return out

@@ -3,8 +3,16 @@
 ``TritonLaunch`` prepares everything a launch needs that the call's signature fixes (the
 kernels, grids, constexprs, cache views and every stride) once; calling it inserts only
 the per-call tensors and ``sm_scale``. ``run_triton`` prepares and launches in one go.
+
+After the first launch through Triton's JIT (which binds and specializes every argument), a
+prepared kernel calls the compiled kernel's launcher directly (``_Direct``): that binding is
+most of a launch's host time, and the signature already fixes everything it decides except
+the per-call tensors' 16-byte alignment, which is checked per call.
 """
 from __future__ import annotations
+
+import inspect
+import os
 
 import torch
 
@@ -14,6 +22,8 @@ from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 from .kvcache import KVCacheView
 
 _workspaces: dict = {}
+# SPARSEMLA_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (to rule the direct launcher out).
+_DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -54,6 +64,86 @@ class _Args:
         self.fixed(indices.stride(0), indices.stride(1))
         self.per_call(topk_len, has_topk_len)
         self.fixed(view.kv_scale)
+
+
+def _hooked(hook) -> bool:
+    """Whether a Triton launch hook is set: not None and, for a HookChain, holding a call."""
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+def current_stream():
+    """The function that gives a device's current CUDA stream handle, as Triton's launch takes it."""
+    from triton.runtime import driver
+    return driver.active.get_current_stream
+
+
+class _Direct:
+    """One compiled kernel launched through its launcher (``CompiledKernel.run``), the call
+    Triton's ``JITFunction.run`` ends with, from a full argument list in signature order.
+
+    Valid while the per-call tensors keep the 16-byte alignment they were compiled with, the
+    current device is the one it was compiled on, and no launch hook is set (profilers that
+    set one see every launch through Triton's own path; without one, the launch metadata and
+    hooks Triton would pass are unused, so None is passed); otherwise ``__call__`` returns False
+    and the caller launches through the JIT, which rebuilds this.
+    """
+
+    __slots__ = ("run", "function", "metadata", "grid", "values", "slots", "tensor_slots", "aligned",
+                 "device", "stream", "knobs")
+
+    def __init__(self, jit_fn, compiled, grid, args: _Args, values: list, constexprs: dict, device: int):
+        from triton import knobs
+        names = list(inspect.signature(jit_fn.fn).parameters)
+        if len(values) + len(constexprs) != len(names) or names[len(values):] != list(constexprs):
+            raise TypeError(f"{jit_fn.__name__}: arguments do not match its signature {names}")
+        self.run, self.function, self.metadata = compiled.run, compiled.function, compiled.packed_metadata
+        self.grid = tuple(grid) + (1,) * (3 - len(grid))
+        self.values = values + list(constexprs.values())
+        self.slots = args.slots
+        self.tensor_slots = [pos for pos, _ in args.slots if isinstance(values[pos], torch.Tensor)]
+        self.aligned = [values[pos].data_ptr() % 16 == 0 for pos in self.tensor_slots]
+        self.device, self.stream, self.knobs = device, current_stream(), knobs.runtime
+
+    def __call__(self, vals) -> bool:
+        if _hooked(self.knobs.launch_enter_hook) or _hooked(self.knobs.launch_exit_hook) \
+                or torch.cuda.current_device() != self.device:
+            return False
+        a = self.values.copy()
+        for pos, which in self.slots:
+            a[pos] = vals[which]
+        for pos, aligned in zip(self.tensor_slots, self.aligned):
+            if (a[pos].data_ptr() % 16 == 0) != aligned:
+                return False
+        g = self.grid
+        self.run(g[0], g[1], g[2], self.stream(self.device), self.function, self.metadata, None, None, None, *a)
+        return True
+
+
+class _Kernel:
+    """One kernel of a prepared launch: its JIT function, grid, arguments and constexprs."""
+
+    def __init__(self, jit_fn, grid, args: _Args, constexprs: dict, options: dict, device: torch.device):
+        self.jit_fn, self.grid, self.args, self.constexprs = jit_fn, grid, args, constexprs
+        self.kw = {**constexprs, **options}
+        self.proxy = jit_fn[grid]  # grid and proxy made once
+        self.device = device
+        self.direct = None
+
+    def __call__(self, vals):
+        if self.direct is not None and self.direct(vals):
+            return None
+        a = self.args.values.copy()
+        for pos, which in self.args.slots:
+            a[pos] = vals[which]
+        compiled = self.proxy(*a, **self.kw)
+        if _DIRECT and self.device.type == "cuda" and hasattr(compiled, "packed_metadata"):  # not the interpreter
+            try:
+                self.direct = _Direct(self.jit_fn, compiled, self.grid, self.args, a, self.constexprs,
+                                      self.device.index if self.device.index is not None
+                                      else torch.cuda.current_device())
+            except Exception:  # a Triton whose launcher differs: keep launching through the JIT
+                self.direct = None
+        return compiled
 
 
 class TritonLaunch:
@@ -100,11 +190,11 @@ class TritonLaunch:
         fwd.per_call(_SCALE)
         fwd.fixed(H, S, *flags)
         self.fwd_args = fwd
-        self.fwd_kw = dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
-                           INDEX_PREFETCH=config.index_prefetch,
-                           num_warps=config.num_warps, num_stages=config.num_stages)
         head_blocks = -(-H // config.block_h)
-        self.fwd = mod.sparse_mla_fwd[(T * head_blocks * S,)]  # grid and proxy made once
+        self.fwd = _Kernel(mod.sparse_mla_fwd, (T * head_blocks * S,), fwd,
+                           dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
+                                INDEX_PREFETCH=config.index_prefetch),
+                           dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if S == 1:
             return
         comb = _Args()
@@ -117,8 +207,8 @@ class TritonLaunch:
         self.comb_args = comb
         s_p2 = next_pow2(S)
         block_dv = max(16, min(spec.d_v, 8192 // s_p2))
-        self.comb_kw = dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, num_warps=4)
-        self.combine = mod.sparse_mla_combine[(T * H, spec.d_v // block_dv)]
+        self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
+                               dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv), dict(num_warps=4), q.device)
         self.o_numel = T * H * S * spec.d_v
         self._attach_workspace()
 
@@ -129,6 +219,7 @@ class TritonLaunch:
         parts = ws[: self.o_numel], ws[self.o_numel:]
         self.fwd_args.values[self.ws_pos: self.ws_pos + 2] = parts
         self.comb_args.values[:2] = parts
+        self.fwd.direct = self.combine.direct = None  # their argument lists hold the old buffer
 
     def __call__(self, q: torch.Tensor, indices: torch.Tensor, sm_scale: float, out: torch.Tensor,
                  lse: torch.Tensor | None = None, topk_length=None, attn_sink=None, extra_indices=None,
@@ -138,16 +229,12 @@ class TritonLaunch:
         if self.combine is not None and _workspaces.get(self.device) is not self.ws_buf:
             self._attach_workspace()
         vals = (q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale)
-        args = self.fwd_args.values.copy()
-        for pos, which in self.fwd_args.slots:
-            args[pos] = vals[which]
-        global last_compiled
-        last_compiled = self.fwd(*args, **self.fwd_kw)
+        compiled = self.fwd(vals)
+        if compiled is not None:
+            global last_compiled
+            last_compiled = compiled
         if self.combine is not None:
-            args = self.comb_args.values.copy()
-            for pos, which in self.comb_args.slots:
-                args[pos] = vals[which]
-            self.combine(*args, **self.comb_kw)
+            self.combine(vals)
 
 
 def run_triton(spec: KernelSpec, config: Config, q: torch.Tensor, view: KVCacheView,

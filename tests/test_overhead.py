@@ -271,11 +271,11 @@ def test_dispatch_host_time(monkeypatch, capsys):
     call()
     assert launched == [1]
     launch = prepared.launch
-    args = launch.fwd_args.values.copy()
+    args = launch.fwd.args.values.copy()
     vals = (q, idx, None, None, out, None, None, None, 0.04)
-    for pos, which in launch.fwd_args.slots:
+    for pos, which in launch.fwd.args.slots:
         args[pos] = vals[which]
-    kernel_us = _per_call_us(lambda: launch.fwd(*args, **launch.fwd_kw))
+    kernel_us = _per_call_us(lambda: launch.fwd.proxy(*args, **launch.fwd.kw))
     launch_us = _per_call_us(lambda: launch(q, idx, 0.04, out))
     hit_us = _per_call_us(call)
 
@@ -293,3 +293,63 @@ def test_dispatch_host_time(monkeypatch, capsys):
               f"{hit_us - kernel_us:.2f} us over the bare launch\n"
               f"  sparse_mla, validated (a miss)    {miss_us:6.2f} us\n"
               f"  run_triton (prepare and launch)   {run_us:6.2f} us")
+
+
+def test_direct_launcher_matches_the_jit_binding(monkeypatch):
+    """_Direct (a hit's launch on CUDA, which bypasses Triton's per-call binding) passes the
+    launcher every argument in the kernel's signature order with the per-call tensors in place,
+    and declines (so the JIT launches) on a misaligned tensor, a launch hook or another device."""
+    import inspect
+
+    from triton import knobs
+
+    gen = torch.Generator().manual_seed(3)
+    cache = torch.randn(64, 576, generator=gen).half()
+    q = torch.randn(2, 16, 576, generator=gen).half()
+    idx = random_indices(2, 32, 64, gen)
+    out = torch.empty(2, 16, 512, dtype=torch.half)
+    cfg = Config(16, 16, 2, 4, 1)
+    sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, out=out, backend="triton", config=cfg, return_lse=True)
+    (prepared,) = api._calls.values()
+    k = prepared.launch.fwd
+    launched = []
+
+    class Compiled:
+        function, packed_metadata = "fn-handle", "meta"
+
+        def run(self, *a):
+            launched.append(a)
+
+    monkeypatch.setattr(triton_backend, "current_stream", lambda: (lambda dev: f"stream{dev}"))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    first = (q, idx, None, None, out, torch.empty(2, 16), None, None, 0.04)
+    a = k.args.values.copy()
+    for pos, which in k.args.slots:
+        a[pos] = first[which]
+    d = triton_backend._Direct(k.jit_fn, Compiled(), k.grid, k.args, a, k.constexprs, 0)
+
+    q2, idx2, out2, lse2 = q.clone(), idx.clone(), torch.empty_like(out), torch.empty(2, 16)
+    vals = (q2, idx2, None, None, out2, lse2, None, None, 0.5)
+    assert d(vals)
+    (got,) = launched
+    assert got[:7] == (k.grid[0], 1, 1, "stream0", "fn-handle", "meta", None)
+    names = list(inspect.signature(k.jit_fn.fn).parameters)
+    bound = dict(zip(names, got[9:]))
+    assert len(got) - 9 == len(names)
+    assert bound["q"] is q2 and bound["idx"] is idx2 and bound["out"] is out2 and bound["lse"] is lse2
+    assert bound["sm_scale"] == 0.5 and bound["num_heads"] == 16 and bound["num_splits"] == 2
+    assert (bound["BLOCK_H"], bound["BLOCK_N"], bound["SPLIT_K"]) == (16, 16, True)
+    assert bound["stride_qt"] == q.stride(0) and bound["stride_ik"] == idx.stride(1)
+
+    odd = torch.empty(2 * 16 * 576 + 1, dtype=torch.half)[1:].view(2, 16, 576)  # 2-byte aligned
+    assert not d((odd, idx2, None, None, out2, lse2, None, None, 0.5))
+    hook = lambda *a: None
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        assert not d(vals)
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    assert d(vals)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert not d(vals)
+    assert len(launched) == 2

@@ -238,7 +238,9 @@ def _check_touched(src, got, P, pages, D=64):
 @pytest.mark.parametrize("P,config", [(256, None), (256, PagingConfig(512, 2, programs_per_sm=1)),
                                       (512, PagingConfig(512, 4, programs_per_sm=3)), (128, None),
                                       (256, PagingConfig(mark_dedup=True)),
-                                      (512, PagingConfig(512, 4, programs_per_sm=2, mark_dedup=True))])
+                                      (512, PagingConfig(512, 4, programs_per_sm=2, mark_dedup=True)),
+                                      (256, PagingConfig(mark_copies=4)),
+                                      (128, PagingConfig(mark_dedup=True, mark_copies=2))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -271,18 +273,20 @@ def test_page_mark_and_compact_list_each_page_once():
     pages = [3, 17, 0, 2999, 22, 8, 1500, 1024, 1023]  # across compact blocks of 1024 marks
     tok = _touched_problem(gen, N, P, pages, per_page=300).reshape(-1)  # several blocks, many duplicates
     block = 256
-    for dedup in (True, False):  # both mark strategies mark the same pages; the last one is compacted
-        marks = torch.zeros(N, dtype=torch.int8)
+    for dedup, copies in ((True, 1), (False, 1), (False, 4)):  # every mark strategy marks the same pages
+        marks = torch.zeros(copies, N, dtype=torch.int8)
         listed = torch.full((N,), -7, dtype=torch.int32)
         count = torch.full((1,), 12345, dtype=torch.int32)  # the mark kernel zeroes it
         mod.page_mark_kernel[(-(-tok.numel() // block),)](tok, tok.numel(), marks, N, count, BLOCK=block,
-                                                          DEDUP=dedup)
-        assert int(count) == 0 and marks.nonzero().view(-1).tolist() == sorted(pages), dedup
-    mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, BLOCK=block)
-    assert int(count) == len(pages)
-    assert sorted(listed[:len(pages)].tolist()) == sorted(pages)
-    assert (listed[len(pages):] == -7).all()
-    assert (marks == 0).all()
+                                                          DEDUP=dedup, COPIES=copies)
+        assert int(count) == 0 and marks.amax(0).nonzero().view(-1).tolist() == sorted(pages), dedup
+        if copies > 1:
+            assert (marks.sum(1) > 0).sum() > 1  # the programs spread over the rows
+        mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, BLOCK=block, COPIES=copies)
+        assert int(count) == len(pages)
+        assert sorted(listed[:len(pages)].tolist()) == sorted(pages)
+        assert (listed[len(pages):] == -7).all()
+        assert (marks == 0).all()
 
 
 def test_page_split_persistent_buffer():
