@@ -10,9 +10,9 @@ export PYTHONUNBUFFERED=1
 timeout 90 python3 benchmarks/check_flashinfer.py --overhead-only 2>&1 | grep -v Warn | tee "$OUT/overhead.log" | tail -n 14
 mkdir -p "$OUT/tune_compare"
 cp benchmarks/results/tune_compare/compare.journal "$OUT/tune_compare/" 2>/dev/null
-FORMATS=model1 TRIALS=8 PARALLEL=8 LIMIT=${TUNE_LIMIT:-200} bash benchmarks/h200_tune.sh
-echo "== tune_compare (limit ${COMPARE_LIMIT:-280}s)"
-timeout ${COMPARE_LIMIT:-280} python3 benchmarks/tune_compare.py --out "$OUT/tune_compare" --parallel 8 \
+FORMATS=model1 TRIALS=8 PARALLEL=8 LIMIT=${TUNE_LIMIT:-160} bash benchmarks/h200_tune.sh
+echo "== tune_compare (limit ${COMPARE_LIMIT:-210}s)"
+timeout ${COMPARE_LIMIT:-210} python3 benchmarks/tune_compare.py --out "$OUT/tune_compare" --parallel 8 \
   --max-spill 2048 > "$OUT/tune_compare.log" 2>&1
 echo "== rc=$?"
 grep -v Warn "$OUT/tune_compare.log" | grep -v "^\[" | tail -n 12
