@@ -201,8 +201,8 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -
     list copy alone (on the list the compact left)."""
     P, n = 256, src.shape[0]
     paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=cfg)
-    mod = load_module(PageSplitSpec(P, 64, device_arch(DEV)))
-    state = paging._list_buffers[DEV]
+    mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
+    state = paging._list_buffers[src.device]
     tok = ids.reshape(-1)
     src64, dst64 = src.view(torch.int64), dst.view(torch.int64)
     mark = lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
