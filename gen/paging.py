@@ -187,7 +187,8 @@ class PageSplitSpec(_Spec):
         data_words = self.dst_page_size * M1_DATA_ROW_BYTES // 8
         block = min(_DEFAULT_BLOCK[self.arch], max(64, data_words & -data_words))
         if touched:
-            return PagingConfig(block, 8, 4, mark_dedup=True)  # measured: 124 -> 94 us at 834 pages
+            # Measured on the H200 (session4): 834 pages 124 -> 95 us, 4 pages 22.7 -> 10.9 us.
+            return PagingConfig(block, 8, 4, mark_copies=8)
         return PagingConfig(block, 4)
 
 
