@@ -28,7 +28,7 @@ import torch
 
 import sparsemla
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import MARK_BLOCK, ConvertIndicesSpec, PagingConfig, PageSplitSpec
+from sparsemla.gen.paging import ConvertIndicesSpec, PagingConfig, PageSplitSpec
 from sparsemla.gen.render import load_module
 from sparsemla.runtime import paging
 from sparsemla.runtime.api import device_arch
@@ -199,20 +199,10 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
 def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -> list[dict]:
     """Kernel times of one touched page_split: the mark kernel alone, mark + compact, and the
     list copy alone (on the list the compact left)."""
-    P, n = 256, src.shape[0]
-    paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=cfg)
+    P = 256
     mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
-    state = paging._list_buffers[src.device]
-    tok = ids.reshape(-1)
-    src64, dst64 = src.view(torch.int64), dst.view(torch.int64)
-    mark = lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
-        tok, tok.numel(), state.marks, n, state.count, BLOCK=MARK_BLOCK, DEDUP=cfg.mark_dedup,
-        COPIES=cfg.mark_copies, num_warps=4)
-    compact = lambda: mod.page_compact_kernel[(-(-n // MARK_BLOCK),)](
-        state.marks, n, state.pages, state.count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies, num_warps=4)
-    grid = min(n * 4, cfg.programs_per_sm * torch.cuda.get_device_properties(DEV).multi_processor_count)
-    copy = lambda: mod.page_split_list_kernel[(grid,)](src64, dst64, state.pages, state.count, n,
-                                                       num_warps=cfg.num_warps)
+    mark, compact, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
+                                                  ids.reshape(-1), src.shape[0], P // 64, cfg)
     out = []
     for label, fn in (("mark", mark), ("mark + compact", lambda: (mark(), compact())), ("list copy", copy)):
         t = timed(fn, inner, repeats)

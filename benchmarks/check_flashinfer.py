@@ -155,10 +155,7 @@ def bare_launch(launch, vals):
     calls = []
     for k in (launch.fwd, launch.combine):
         if k is not None:
-            a = k.args.values.copy()
-            for pos, which in k.args.slots:
-                a[pos] = vals[which]
-            calls.append((k.proxy, a, k.kw))
+            calls.append((k.proxy, k.args.filled(vals), k.kw))
     if len(calls) == 1:
         (kernel, a, kw), = calls
         return lambda: kernel(*a, **kw)

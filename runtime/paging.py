@@ -284,12 +284,21 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
         return out
     # The list of distinct touched source pages, then a fixed grid striding over it: no host sync,
     # and only the listed pages' bytes move.
-    state = _page_list(dev, N, cfg.mark_copies)
-    mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](tok, tok.numel(), state.marks, N, state.count,
-                                                            BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
-                                                            COPIES=cfg.mark_copies, num_warps=4)
-    mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](state.marks, N, state.pages, state.count,
-                                                     BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies, num_warps=4)
-    grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
-    mod.page_split_list_kernel[(grid,)](src64, dst64, state.pages, state.count, N, num_warps=cfg.num_warps)
+    for launch in touched_launches(mod, src64, dst64, tok, N, ratio, cfg):
+        launch()
     return out
+
+
+def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
+    """page_split's three launches for touched pages, in order: mark, compact, list copy
+    (separate so a benchmark can time each)."""
+    dev = src64.device
+    state = _page_list(dev, N, cfg.mark_copies)
+    grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
+    return (lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
+                tok, tok.numel(), state.marks, N, state.count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
+                COPIES=cfg.mark_copies, num_warps=4),
+            lambda: mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](
+                state.marks, N, state.pages, state.count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies, num_warps=4),
+            lambda: mod.page_split_list_kernel[(grid,)](src64, dst64, state.pages, state.count, N,
+                                                        num_warps=cfg.num_warps))

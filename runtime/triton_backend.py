@@ -57,6 +57,13 @@ class _Args:
         self.slots.append((len(self.values), which if given else _Q))
         self.values.append(None)
 
+    def filled(self, vals, values: list | None = None) -> list:
+        """A copy of ``values`` (default the fixed values) with each slot's per-call value in place."""
+        a = (self.values if values is None else values).copy()
+        for pos, which in self.slots:
+            a[pos] = vals[which]
+        return a
+
     def cache(self, view: KVCacheView, indices: torch.Tensor, idx: int, topk_len: int, has_topk_len: bool):
         self.fixed(*(view.views[v] for v in view.layout.views), view.stride_page, view.stride_row,
                    view.num_slots)
@@ -88,7 +95,7 @@ class _Direct:
     and the caller launches through the JIT, which rebuilds this.
     """
 
-    __slots__ = ("run", "function", "metadata", "grid", "values", "slots", "tensor_slots", "aligned",
+    __slots__ = ("run", "function", "metadata", "grid", "values", "args", "tensor_slots", "aligned",
                  "device", "stream", "knobs")
 
     def __init__(self, jit_fn, compiled, grid, args: _Args, values: list, constexprs: dict, device: int):
@@ -99,7 +106,7 @@ class _Direct:
         self.run, self.function, self.metadata = compiled.run, compiled.function, compiled.packed_metadata
         self.grid = tuple(grid) + (1,) * (3 - len(grid))
         self.values = values + list(constexprs.values())
-        self.slots = args.slots
+        self.args = args
         self.tensor_slots = [pos for pos, _ in args.slots if isinstance(values[pos], torch.Tensor)]
         self.aligned = [values[pos].data_ptr() % 16 == 0 for pos in self.tensor_slots]
         self.device, self.stream, self.knobs = device, current_stream(), knobs.runtime
@@ -108,9 +115,7 @@ class _Direct:
         if _hooked(self.knobs.launch_enter_hook) or _hooked(self.knobs.launch_exit_hook) \
                 or torch.cuda.current_device() != self.device:
             return False
-        a = self.values.copy()
-        for pos, which in self.slots:
-            a[pos] = vals[which]
+        a = self.args.filled(vals, self.values)
         for pos, aligned in zip(self.tensor_slots, self.aligned):
             if (a[pos].data_ptr() % 16 == 0) != aligned:
                 return False
@@ -132,9 +137,7 @@ class _Kernel:
     def __call__(self, vals):
         if self.direct is not None and self.direct(vals):
             return None
-        a = self.args.values.copy()
-        for pos, which in self.args.slots:
-            a[pos] = vals[which]
+        a = self.args.filled(vals)
         compiled = self.proxy(*a, **self.kw)
         if _DIRECT and self.device.type == "cuda" and hasattr(compiled, "packed_metadata"):  # not the interpreter
             try:
@@ -189,7 +192,6 @@ class TritonLaunch:
             fwd.per_call(_Q)
         fwd.per_call(_SCALE)
         fwd.fixed(H, S, *flags)
-        self.fwd_args = fwd
         head_blocks = -(-H // config.block_h)
         self.fwd = _Kernel(mod.sparse_mla_fwd, (T * head_blocks * S,), fwd,
                            dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
@@ -204,7 +206,6 @@ class TritonLaunch:
         comb.fixed(out.stride(0), out.stride(1), out.stride(2))
         comb.per_call(_LSE, lse is not None)
         comb.fixed(*lse_strides, H)
-        self.comb_args = comb
         s_p2 = next_pow2(S)
         block_dv = max(16, min(spec.d_v, 8192 // s_p2))
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
@@ -217,8 +218,8 @@ class TritonLaunch:
         ws = workspace(self.device, self.ws_numel)
         self.ws_buf = _workspaces[self.device]
         parts = ws[: self.o_numel], ws[self.o_numel:]
-        self.fwd_args.values[self.ws_pos: self.ws_pos + 2] = parts
-        self.comb_args.values[:2] = parts
+        self.fwd.args.values[self.ws_pos: self.ws_pos + 2] = parts
+        self.combine.args.values[:2] = parts
         self.fwd.direct = self.combine.direct = None  # their argument lists hold the old buffer
 
     def __call__(self, q: torch.Tensor, indices: torch.Tensor, sm_scale: float, out: torch.Tensor,

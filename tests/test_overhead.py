@@ -271,10 +271,7 @@ def test_dispatch_host_time(monkeypatch, capsys):
     call()
     assert launched == [1]
     launch = prepared.launch
-    args = launch.fwd.args.values.copy()
-    vals = (q, idx, None, None, out, None, None, None, 0.04)
-    for pos, which in launch.fwd.args.slots:
-        args[pos] = vals[which]
+    args = launch.fwd.args.filled((q, idx, None, None, out, None, None, None, 0.04))
     kernel_us = _per_call_us(lambda: launch.fwd.proxy(*args, **launch.fwd.kw))
     launch_us = _per_call_us(lambda: launch(q, idx, 0.04, out))
     hit_us = _per_call_us(call)
@@ -323,9 +320,7 @@ def test_direct_launcher_matches_the_jit_binding(monkeypatch):
     monkeypatch.setattr(triton_backend, "current_stream", lambda: (lambda dev: f"stream{dev}"))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     first = (q, idx, None, None, out, torch.empty(2, 16), None, None, 0.04)
-    a = k.args.values.copy()
-    for pos, which in k.args.slots:
-        a[pos] = first[which]
+    a = k.args.filled(first)
     d = triton_backend._Direct(k.jit_fn, Compiled(), k.grid, k.args, a, k.constexprs, 0)
 
     q2, idx2, out2, lse2 = q.clone(), idx.clone(), torch.empty_like(out), torch.empty(2, 16)
