@@ -330,7 +330,8 @@ def markdown(rows) -> str:
         of = f"{r['of_copy']:.2f}" if "of_copy" in r else ""
         best = f"{r['of_best_copy']:.2f}" if "of_best_copy" in r else ""
         note = f"target {r['target']}: {'met' if r['meets_target'] else 'MISSED'}" if "target" in r else ""
-        lines.append(f"| {r['kernel']} | {r['shape']} | {r['us']:.2f} | {r['gbs']:,.0f} | {of} | {best} | "
+        gbs = f"{r['gbs']:,.0f}" if "gbs" in r else ""  # (not for the per-kernel breakdown rows)
+        lines.append(f"| {r['kernel']} | {r['shape']} | {r['us']:.2f} | {gbs} | {of} | {best} | "
                      f"{r['eager_us']:.2f} | {note} |")
     return "\n".join(lines)
 
