@@ -168,6 +168,21 @@ def test_resume_from_journal(tmp_path):
     assert len(measured_trials(s3)) == 10
 
 
+def test_split_neighbours_are_measured_after_the_default(tmp_path):
+    from sparsemla.gen.tune import split_seeds
+    d = default_config(SPEC, 4)  # n32 s32: the seeds are s8, s16 and s64 (32 slots per split)
+    seeds = split_seeds(SPEC, 4, search_space(SPEC))
+    assert [c.num_splits for c in seeds] == [8, 16, 64]
+    assert all(c == Config(**{**d.to_dict(), "num_splits": c.num_splits}) for c in seeds)
+    journal = str(tmp_path / "tune.journal")
+    study = run(trials=6, storage=journal)
+    first = [Config(**{p: t.params[p] for p in d.to_dict()}) for t in study.trials[:4]]
+    assert first == [d] + seeds and all(t.user_attrs.get("seed") for t in study.trials[1:4])
+    # a resumed study is not seeded twice
+    again = run(trials=8, storage=journal)
+    assert sum(bool(t.user_attrs.get("seed")) for t in again.trials) == 3
+
+
 def test_tpe_vs_grid_on_fake_objective():
     grid = run(sampler="grid", trials=None)
     valid = [c for c in all_configs(search_space(SPEC)) if not constraint().reason(SPEC, c)]

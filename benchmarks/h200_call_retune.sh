@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session-5 device call: retune the fp8 / fp8_nope rows that lost to FlashInfer (now with the
+# default's split-count neighbours as seeds), resuming benchmarks/results/tune_run2/, then the
+# suite benchmark of both formats through the new table. $OUT is packed into one archive.
+set -u
+export PYTHONUNBUFFERED=1
+RUN=benchmarks/results/tune_run2
+tune() {  # FORMAT TRIALS LIMIT TUNE_ARGS: one h200_tune.sh run; its journal and table carry on
+  FORMATS=$1 TRIALS=$2 PARALLEL=8 LIMIT=$3 TUNE_ARGS="$4" bash benchmarks/h200_tune.sh
+  cp "$OUT/tune.journal" $RUN/tune.journal
+  cp "$OUT/tuned/NVIDIA_H200/sparse_mla.json" $RUN/sparse_mla.json
+  cat "$OUT/tune_$1.log" >> "$OUT/tune_all.log" && rm "$OUT/tune_$1.log"
+}
+tune fp8_nope 22 110 "--heads 32,64,128 --tokens 16"
+tune fp8 24 60 "--heads 128 --tokens 16,64"
+tune fp8_nope 22 70 "--heads 128 --tokens 64,128"
+tune fp8_nope 22 40 "--heads 64 --tokens 256"
+tune fp8 28 35 "--heads 64 --tokens 128"
+export SPARSEMLA_TUNED_DIR="$OUT/tuned"
+for f in fp8 fp8_nope; do
+  timeout ${BENCH_LIMIT:-85} python3 -m sparsemla.cli bench --formats $f --out "$OUT/bench_$f" 2>&1 \
+    | grep -v Warn > "$OUT/bench_$f.log"
+  echo "== bench $f rc=$?"
+done
+grep -h "\] best" "$OUT/tune_all.log" | cut -c1-230
+tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
