@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Session-5 device call: tune the last rows (fp8 H=128 T=128 again with the split seeds; model1
+# H=128 T=256 and 4096, the two buckets the shipped table lacks), resuming
+# benchmarks/results/tune_run2/, then benchmark the re-tuned rows through the new table.
+# $OUT is packed into one archive.
+set -u
+export PYTHONUNBUFFERED=1
+RUN=benchmarks/results/tune_run2
+tune() {  # FORMAT TRIALS LIMIT TUNE_ARGS: one h200_tune.sh run; its journal and table carry on
+  FORMATS=$1 TRIALS=$2 PARALLEL=8 LIMIT=$3 TUNE_ARGS="$4" bash benchmarks/h200_tune.sh
+  cp "$OUT/tune.journal" $RUN/tune.journal
+  cp "$OUT/tuned/NVIDIA_H200/sparse_mla.json" $RUN/sparse_mla.json
+  cat "$OUT/tune_$1.log" >> "$OUT/tune_all.log" && rm "$OUT/tune_$1.log"
+}
+tune fp8 22 75 "--heads 128 --tokens 128"
+tune model1 8 120 "--heads 128 --tokens 256,4096"
+export SPARSEMLA_TUNED_DIR="$OUT/tuned"
+bench() {  # NAME ARGS...
+  local name=$1; shift
+  timeout 60 python3 -m sparsemla.cli bench --no-prefill "$@" --out "$OUT/bench_$name" 2>&1 | grep -v Warn > "$OUT/bench_$name.log"
+  echo "== bench $name rc=$?"
+}
+bench fp8 --formats fp8 --tokens 16,64,128 --heads 64,128
+bench fp8_nope --formats fp8_nope --tokens 16,256 --heads 64,128
+bench model1 --formats model1 --tokens 256 --heads 128
+grep -h "\] best" "$OUT/tune_all.log" | cut -c1-200
+for f in "$OUT"/bench_*/NVIDIA_H200.md; do grep "^| [a-z]" "$f" | cut -d'|' -f2-7,19; done
+tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
