@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-DEFAULT_SPECS = "bf16:16:64,fp8_ds_mla:16:1,fp8:32:16"
+DEFAULT_SPECS = "bf16:16:64,fp8_ds_mla:16:1,fp8:16:4"
 
 
 def main(argv=None) -> int:
