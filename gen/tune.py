@@ -126,6 +126,9 @@ class Objective:
         self.spec, self.bucket, self.measure, self.constraint, self.space = spec, bucket, measure, constraint, space
         self.warm, self.budget = warm, budget
         self._measure_lock = threading.Lock()
+        # Measurements so far, counted under the lock: a parallel trial's finished measurement
+        # is not in the study until Optuna records its value, after the lock is released.
+        self._measured: int | None = None
 
     def _seen(self, study, params: tuple, number: int):
         """An earlier finished trial with the same config and a recorded outcome."""
@@ -158,9 +161,12 @@ class Objective:
                 trial.set_user_attr("warm", note[:200])
         with self._measure_lock:
             # Trials still in flight when the budget fills are not measured: the budget is exact.
-            if self.budget is not None and len(measured_trials(trial.study)) >= self.budget:
+            if self._measured is None:
+                self._measured = len(measured_trials(trial.study))
+            if self.budget is not None and self._measured >= self.budget:
                 trial.set_user_attr("skipped", "budget met")  # not an outcome: may run on resume
                 raise optuna.TrialPruned("budget met")
+            self._measured += 1
             try:
                 m = self.measure(self.spec, cfg, self.bucket)
             except Exception as e:  # a measurer bug or a crash in-process: this config fails
