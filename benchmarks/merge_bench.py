@@ -5,7 +5,7 @@ the date and template hash of the run that measured it, and the Markdown says wh
 from which run.
 
   python benchmarks/merge_bench.py OUT_BASE old.json new_bf16.json new_fp8.json
-  (writes OUT_BASE.json and OUT_BASE.md)
+  (writes OUT_BASE.json and OUT_BASE.md; an input may itself be a merged file)
 """
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ def merge(paths: list[str]) -> dict:
     rows, runs = {}, []
     for p in paths:
         res = json.load(open(p))
+        if "runs" in res:  # an earlier merge: its runs and rows as they are
+            runs += res["runs"]
+            rows.update({(r["format"], r["T"], r["H"]): r for r in res["rows"]})
+            continue
         prov = res["provenance"]
         runs.append(dict(file=p, provenance=prov, ceilings=res["ceilings"],
                          formats=sorted({r["format"] for r in res["rows"]})))
@@ -31,7 +35,9 @@ def merge(paths: list[str]) -> dict:
     for run in runs:
         order += [f for f in run["formats"] if f not in order]
     merged = sorted(rows.values(), key=lambda r: (order.index(r["format"]), r["T"], r["H"]))
-    return dict(runs=runs, rows=merged)
+    for run in runs:  # the formats each run still supplies rows of (none: the run is dropped)
+        run["formats"] = sorted({r["format"] for r in merged if r["date"] == run["provenance"]["date"]})
+    return dict(runs=[run for run in runs if run["formats"]], rows=merged)
 
 
 def markdown(res: dict) -> str:
