@@ -208,8 +208,8 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -
         t = timed(fn, inner, repeats)
         if label == "mark":
             compact()  # clears the marks the mark-only replays left, and lists the pages again
-        out.append(dict(kernel=f"page_split touched: {label}", shape=f"{what}, ids 256x2048", **t,
-                        config=str(cfg)))
+        out.append(dict(kernel=f"page_split touched: {label}{' (spread)' if cfg.spread and label == 'list copy' else ''}",
+                        shape=f"{what}, ids 256x2048", **t, config=str(cfg)))
     return out
 
 
@@ -257,25 +257,36 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     rows.append(_split_row("page_split 256->64, touched", "4 pages, ids 256x2048", t, few_moved, few_copy,
                            few_best, target=False) | dict(config=str(cfg)))
     # The mark kernel's strategies (dedup: each page stored once per block; copies: rows of marks
-    # the programs spread over), on the same two pools, and where the default's time goes.
-    for dedup, ncopies in ((False, 1), (True, 8), (False, 8), (False, 32), (True, 32)):
-        mc = dataclasses.replace(cfg, mark_dedup=dedup, mark_copies=ncopies)
+    # the programs spread over; check: store only where a load reads 0), on the same two pools,
+    # and where the default's time goes.
+    # The copy: spread (equal shares of words) or list (pages strided over the grid).
+    variants = [dict(mark_dedup=d, mark_copies=c, mark_check=k, spread=sp)
+                for d, c, k, sp in ((False, 1, False, False), (False, 8, False, False), (True, 8, False, False),
+                                    (False, 1, True, False), (False, 8, True, False), (False, 8, False, True),
+                                    (False, 1, True, True), (False, 8, True, True))]
+    for v in variants:
+        mc = dataclasses.replace(cfg, **v)
+        label = (f"mark dedup={v['mark_dedup']} copies={v['mark_copies']} check={v['mark_check']}, "
+                 f"{'spread' if v['spread'] else 'list'} copy")
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
             t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=mc),
                       inner, repeats)
-            rows.append(_split_row(f"page_split 256->64, touched, mark dedup={dedup} copies={ncopies}", what, t,
+            rows.append(_split_row(f"page_split 256->64, touched, {label}", what, t,
                                    m, cp, bst, target=target) | dict(config=str(mc)))
-    for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages")):
-        rows += touched_breakdown(src, dst, ids, cfg, what, inner, repeats)
+    for c in (cfg, dataclasses.replace(cfg, mark_check=True, mark_copies=1, spread=True)):
+        for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages")):
+            rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
     sweep_rows = []
     if sweep:
-        for warps, per_sm in ((4, 4), (4, 8), (8, 2), (8, 4), (16, 2)):
-            c = PagingConfig(cfg.block, warps, per_sm)
-            ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
-                       inner, repeats)
-            sweep_rows.append(_split_row("page_split touched", f"num_warps={warps}, programs_per_sm={per_sm}",
-                                         ts, moved, copy, best) | dict(config=str(c)))
+        for spread in (False, True):
+            for warps, per_sm in ((4, 4), (4, 8), (4, 16), (4, 32), (8, 2), (8, 4), (8, 8), (16, 2)):
+                c = dataclasses.replace(cfg, num_warps=warps, programs_per_sm=per_sm, spread=spread)
+                ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
+                           inner, repeats)
+                sweep_rows.append(_split_row(f"page_split touched, {'spread' if spread else 'list'} copy",
+                                             f"num_warps={warps}, programs_per_sm={per_sm}", ts, moved, copy, best)
+                                  | dict(config=str(c)))
 
     # The graph-replayed result is right: spot-check pages against the reference.
     for i in torch.randint(0, n, (8,), generator=torch.Generator().manual_seed(0)).tolist():

@@ -21,6 +21,8 @@ _COMPACT_BLOCK = {"sm90": 4096, "sm120": 2048, "sm121": 2048}
 MARK_BLOCK = 1024  # token ids (or page marks) per program of page_split's mark (compact) kernel
 PIECE_WORDS = 1024  # largest piece (8-byte words) of one load in page_split's list kernel
 INFLIGHT_WORDS = 8192  # most words page_split's list kernel loads before it stores them (64 KB)
+SPREAD_CHUNK_WORDS = 512  # page_split_spread_kernel: largest data chunk (4 KB) ...
+SPREAD_UNROLL = 4  # ... and chunks loaded before they are stored (16 KB per program)
 
 
 def _pow2(x) -> bool:
@@ -44,13 +46,17 @@ class PagingConfig:
     words) per program step, ``num_warps``, and for a kernel with a fixed grid that strides
     over its work (page_split of touched pages), ``programs_per_sm``; for page_split's mark kernel,
     ``mark_dedup``: store each page once per block (sorted) instead of once per token id, and
-    ``mark_copies``: rows of marks the mark programs spread over (so fewer stores hit one address)."""
+    ``mark_copies``: rows of marks the mark programs spread over (so fewer stores hit one address),
+    ``mark_check``: store a mark only where a load of it reads 0 (fewer scattered stores), and
+    ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words)."""
 
     block: int = 1024
     num_warps: int = 4
     programs_per_sm: int = 4
     mark_dedup: bool = False
     mark_copies: int = 1
+    mark_check: bool = False
+    spread: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -62,6 +68,9 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
+        for flag in ("mark_dedup", "mark_check", "spread"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: expected True or False")
         if not _pow2(self.mark_copies) or not 1 <= self.mark_copies <= 64:
             raise ValueError(f"PagingConfig.mark_copies={self.mark_copies!r} for {spec.key}: "
                              f"expected a power of two in 1..64")
@@ -156,7 +165,17 @@ class PageSplitSpec(_Spec):
                     data_words=D * M1_DATA_ROW_BYTES // 8,
                     scale_words=D * M1_SCALE_ROW_BYTES // 8,
                     src_scale_words=P * M1_DATA_ROW_BYTES // 8,
-                    groups=self.copy_groups())
+                    groups=self.copy_groups(), **self.spread_chunks())
+
+    def spread_chunks(self) -> dict:
+        """page_split_spread_kernel's data chunk: the largest power of two of at most
+        SPREAD_CHUNK_WORDS words that divides a destination page's data words, so chunks never
+        straddle pages; SPREAD_UNROLL chunks in flight per program."""
+        data_words = self.dst_page_size * M1_DATA_ROW_BYTES // 8
+        chunk = min(SPREAD_CHUNK_WORDS, data_words & -data_words)
+        scale_words = self.dst_page_size * M1_SCALE_ROW_BYTES // 8
+        return dict(chunk_words=chunk, chunks_per_part=data_words // chunk, unroll=SPREAD_UNROLL,
+                    scale_block=min(1024, next_pow2(scale_words)))
 
     def copy_groups(self) -> list[list[dict]]:
         """One destination page's words as power-of-two pieces of at most PIECE_WORDS (each a dict
@@ -201,6 +220,7 @@ _ARG_TYPES = {
     "page_compact_kernel": dict(marks="*i8", pages="*i32", count="*i32"),
     "page_split_kernel": dict(src="*i64", dst="*i64"),
     "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32"),
+    "page_split_spread_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32"),
 }
 
 
@@ -215,10 +235,10 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
         return [("pack_valid_prefix_kernel", dict(BLOCK=cfg.block), cfg)]
     full, touched = config or spec.default_config(), config or spec.default_config(touched=True)
     return [("page_split_kernel", dict(BLOCK=full.block), full),
-            *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d, COPIES=touched.mark_copies),
-               PagingConfig(MARK_BLOCK, 4)) for d in (False, True)],
+            *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d, COPIES=touched.mark_copies, CHECK=c),
+               PagingConfig(MARK_BLOCK, 4)) for d, c in ((False, False), (True, False), (False, True))],
             ("page_compact_kernel", dict(BLOCK=MARK_BLOCK, COPIES=touched.mark_copies), PagingConfig(MARK_BLOCK, 4)),
-            ("page_split_list_kernel", {}, touched)]
+            ("page_split_list_kernel", {}, touched), ("page_split_spread_kernel", {}, touched)]
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:

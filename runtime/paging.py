@@ -225,8 +225,8 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``mark_dedup`` and ``mark_copies``. With touched_indices the
-    kernels keep state on the device (see ``_PageList``): make one call before capturing a CUDA
+    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_dedup``, ``mark_copies`` and
+    ``mark_check``. With touched_indices the kernels keep state on the device (see ``_PageList``): make one call before capturing a CUDA
     graph, and keep the calls of one device on one stream.
     """
     _positive_int("src_page_size", src_page_size)
@@ -295,10 +295,10 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     dev = src64.device
     state = _page_list(dev, N, cfg.mark_copies)
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
+    copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
     return (lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
                 tok, tok.numel(), state.marks, N, state.count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
-                COPIES=cfg.mark_copies, num_warps=4),
+                COPIES=cfg.mark_copies, CHECK=bool(cfg.mark_check), num_warps=4),
             lambda: mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](
                 state.marks, N, state.pages, state.count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies, num_warps=4),
-            lambda: mod.page_split_list_kernel[(grid,)](src64, dst64, state.pages, state.count, N,
-                                                        num_warps=cfg.num_warps))
+            lambda: copy_kernel[(grid,)](src64, dst64, state.pages, state.count, N, num_warps=cfg.num_warps))

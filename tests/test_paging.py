@@ -240,7 +240,10 @@ def _check_touched(src, got, P, pages, D=64):
                                       (256, PagingConfig(mark_dedup=True)),
                                       (512, PagingConfig(512, 4, programs_per_sm=2, mark_dedup=True)),
                                       (256, PagingConfig(mark_copies=4)),
-                                      (128, PagingConfig(mark_dedup=True, mark_copies=2))])
+                                      (128, PagingConfig(mark_dedup=True, mark_copies=2)),
+                                      (256, PagingConfig(mark_check=True, mark_copies=2)),
+                                      (256, PagingConfig(spread=True, programs_per_sm=5)),
+                                      (128, PagingConfig(spread=True, programs_per_sm=1, mark_check=True))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -273,12 +276,13 @@ def test_page_mark_and_compact_list_each_page_once():
     pages = [3, 17, 0, 2999, 22, 8, 1500, 1024, 1023]  # across compact blocks of 1024 marks
     tok = _touched_problem(gen, N, P, pages, per_page=300).reshape(-1)  # several blocks, many duplicates
     block = 256
-    for dedup, copies in ((True, 1), (False, 1), (False, 4)):  # every mark strategy marks the same pages
+    for dedup, copies, check in ((True, 1, False), (False, 1, False), (False, 4, False), (False, 1, True),
+                                 (False, 4, True)):  # every mark strategy marks the same pages
         marks = torch.zeros(copies, N, dtype=torch.int8)
         listed = torch.full((N,), -7, dtype=torch.int32)
         count = torch.full((1,), 12345, dtype=torch.int32)  # the mark kernel zeroes it
         mod.page_mark_kernel[(-(-tok.numel() // block),)](tok, tok.numel(), marks, N, count, BLOCK=block,
-                                                          DEDUP=dedup, COPIES=copies)
+                                                          DEDUP=dedup, COPIES=copies, CHECK=check)
         assert int(count) == 0 and marks.amax(0).nonzero().view(-1).tolist() == sorted(pages), dedup
         if copies > 1:
             assert (marks.sum(1) > 0).sum() > 1  # the programs spread over the rows
