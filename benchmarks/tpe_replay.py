@@ -65,7 +65,7 @@ def grid_landscapes(journal: str) -> list[dict]:
     return out
 
 
-def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float) -> dict:
+def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float, confirm_top: int) -> dict:
     """One TPE study against ``land``, each measurement off by a lognormal factor of sd
     ``noise``; returns the grid-measured time of the config it picks over the grid's best."""
     import random
@@ -99,7 +99,7 @@ def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float)
 
     budget = max(1, land["grid_measured"] // 4)
     study = run_study(spec, land["bucket"], measure, storage=optuna.storages.InMemoryStorage(),
-                      settings=TuneSettings(budget, "tpe", seed, parallel=parallel),
+                      settings=TuneSettings(budget, "tpe", seed, parallel=parallel, confirm_top=confirm_top),
                       constraint=CompileConstraint(1 << 30, compile_fn, path=None), out=None,
                       warm=warm if parallel > 1 else None)
     best = best_trial(study)
@@ -116,6 +116,7 @@ def main(argv=None) -> int:
     ap.add_argument("--parallel", default="1,8", help="comma list of trials in flight")
     ap.add_argument("--compile-s", type=float, default=0.02, help="simulated compile time per trial")
     ap.add_argument("--noise", default="0", help="comma list of measurement noise sd (lognormal), e.g. 0,0.015")
+    ap.add_argument("--confirm-top", type=int, default=3, help="finalists re-measured (0: none)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", default=None, help="folder for replay.json and replay.md")
     args = ap.parse_args(argv)
@@ -124,12 +125,13 @@ def main(argv=None) -> int:
     runs = [(land, seed, p, nz) for land in lands for p in par for nz in noises for seed in range(args.seeds)]
     results = []
     with ProcessPoolExecutor(args.jobs) as ex:
-        futs = [ex.submit(replay, land, seed, p, args.compile_s, nz) for land, seed, p, nz in runs]
+        futs = [ex.submit(replay, land, seed, p, args.compile_s, nz, args.confirm_top) for land, seed, p, nz in runs]
         for i, f in enumerate(futs, 1):
             results.append(f.result())
             print(f"\r{i}/{len(futs)} studies", end="", file=sys.stderr)
     print(file=sys.stderr)
-    md = ["TPE/grid: the grid-measured time of the config TPE picks over the grid's best.", "",
+    md = [f"TPE/grid: the grid-measured time of the config TPE picks over the grid's best; "
+          f"{args.confirm_top} finalists re-measured twice ({args.seeds} sampler seeds per row).", "",
           "| spec | T | grid best us | grid measured | TPE budget | trials in flight | noise sd | runs "
           "| within 3% | median TPE/grid | worst TPE/grid |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for land in lands:

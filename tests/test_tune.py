@@ -183,6 +183,36 @@ def test_split_neighbours_are_measured_after_the_default(tmp_path):
     assert sum(bool(t.user_attrs.get("seed")) for t in again.trials) == 3
 
 
+def test_finalists_are_remeasured_and_ranked_by_median():
+    # One lucky measurement must not win, nor a config that fails when measured again. The
+    # grid measures everything once; the true optimum n64 s8 w8 st1 (10 us) exists twice
+    # (index_prefetch does not change fake_time), the prefetch one fails when re-measured, and
+    # n32 s8 w8 st1 (13 us) measures 9 us the first time.
+    best_true, flaky = Config(16, 64, 8, 8, 1, False), Config(16, 64, 8, 8, 1, True)
+    lucky, seen = Config(16, 32, 8, 8, 1, False), []
+
+    def measure(spec, cfg, T):
+        again = cfg in seen
+        seen.append(cfg)
+        if cfg == flaky and again:
+            return Measurement(1.0, 0.5, False, "relative error 0.5")
+        return Measurement(fake_time(cfg) - (4.0 if cfg == lucky and not again else 0.0), 1e-3, True)
+
+    from sparsemla.gen.tune import _confirmations
+    study = run_study(SPEC, 4, measure, storage=optuna.storages.InMemoryStorage(),
+                      settings=TuneSettings(None, "grid", 0), constraint=constraint(), out=None)
+    conf = _confirmations(study)
+    finalists = {Config(**t.params) for t in study.trials if t.number in conf}
+    assert finalists == {lucky, best_true, flaky} and all(len(v) == 2 for v in conf.values())
+    assert seen[-6:] == seen[-6:-3] * 2  # interleaved re-measurements
+    assert Config(**best_trial(study).params) == best_true
+    assert study_entry(study, 4).time_us == pytest.approx(10.0)
+    n = len(seen)
+    run_study(SPEC, 4, measure, storage=study._storage, settings=TuneSettings(None, "grid", 0),
+              constraint=constraint(), out=None)  # resumed: the grid is done, nothing left to confirm
+    assert len(seen) == n and _confirmations(study) == conf
+
+
 def test_tpe_vs_grid_on_fake_objective():
     grid = run(sampler="grid", trials=None)
     valid = [c for c in all_configs(search_space(SPEC)) if not constraint().reason(SPEC, c)]
@@ -222,8 +252,9 @@ def test_parallel_trials_warm_concurrently_and_measure_one_at_a_time():
                       warm=warm)
     meas = measured_trials(study)
     # the budget is exact with trials in flight: a measurement that ended but whose value Optuna
-    # has not recorded yet still counts
-    assert len(meas) == len(calls) == 16 and not overlaps
+    # has not recorded yet still counts; then the 3 fastest are measured twice more
+    assert len(meas) == 16 and len(calls) == 16 + 3 * 2 and not overlaps
+    assert calls[16:] == calls[16:19] * 2  # the finalists, interleaved
     assert len(warmed) >= len(meas)  # every measured config was warmed first
     noted = [t for t in meas if t.params["num_stages"] == 3]
     assert all("boom" in t.user_attrs["warm"] for t in noted)  # a warm-up failure is noted, not fatal
