@@ -208,8 +208,8 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -
         t = timed(fn, inner, repeats)
         if label == "mark":
             compact()  # clears the marks the mark-only replays left, and lists the pages again
-        out.append(dict(kernel=f"page_split touched: {label}{' (spread)' if cfg.spread and label == 'list copy' else ''}",
-                        shape=f"{what}, ids 256x2048", **t, config=str(cfg)))
+        name = "spread copy" if cfg.spread and label == "list copy" else label
+        out.append(dict(kernel=f"page_split touched: {name}", shape=f"{what}, ids 256x2048", **t, config=str(cfg)))
     return out
 
 
