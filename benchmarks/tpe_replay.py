@@ -65,7 +65,25 @@ def grid_landscapes(journal: str) -> list[dict]:
     return out
 
 
-def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float, confirm_top: int) -> dict:
+def _sampler_with(tpe_args: dict):
+    """gen.tune.make_sampler with extra TPESampler arguments (to try sampler settings)."""
+    import optuna
+    from sparsemla.gen import tune
+
+    base = tune.make_sampler
+
+    def make(kind, space, seed, trials=None):
+        s = base(kind, space, seed, trials)
+        if kind != "tpe" or not tpe_args:
+            return s
+        startup = tpe_args.get("n_startup_trials", s._n_startup_trials)
+        return optuna.samplers.TPESampler(**{**dict(multivariate=True, constant_liar=True, seed=seed,
+                                                    n_startup_trials=startup), **tpe_args})
+    tune.make_sampler = make
+
+
+def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float, confirm_top: int,
+           tpe_args: dict | None = None) -> dict:
     """One TPE study against ``land``, each measurement off by a lognormal factor of sd
     ``noise``; returns the grid-measured time of the config it picks over the grid's best."""
     import random
@@ -79,6 +97,7 @@ def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float,
     from sparsemla.gen.spec import Config
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    _sampler_with(tpe_args or {})
     spec = KernelSpec.from_key(land["key"])
 
     def compile_fn(spec, cfg, arch):
@@ -117,6 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("--compile-s", type=float, default=0.02, help="simulated compile time per trial")
     ap.add_argument("--noise", default="0", help="comma list of measurement noise sd (lognormal), e.g. 0,0.015")
     ap.add_argument("--confirm-top", type=int, default=3, help="finalists re-measured (0: none)")
+    ap.add_argument("--tpe-args", default="{}", help='extra TPESampler arguments, JSON, e.g. {"n_ei_candidates": 64}')
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", default=None, help="folder for replay.json and replay.md")
     args = ap.parse_args(argv)
@@ -125,13 +145,15 @@ def main(argv=None) -> int:
     runs = [(land, seed, p, nz) for land in lands for p in par for nz in noises for seed in range(args.seeds)]
     results = []
     with ProcessPoolExecutor(args.jobs) as ex:
-        futs = [ex.submit(replay, land, seed, p, args.compile_s, nz, args.confirm_top) for land, seed, p, nz in runs]
+        futs = [ex.submit(replay, land, seed, p, args.compile_s, nz, args.confirm_top, json.loads(args.tpe_args))
+                for land, seed, p, nz in runs]
         for i, f in enumerate(futs, 1):
             results.append(f.result())
             print(f"\r{i}/{len(futs)} studies", end="", file=sys.stderr)
     print(file=sys.stderr)
     md = [f"TPE/grid: the grid-measured time of the config TPE picks over the grid's best; "
-          f"{args.confirm_top} finalists re-measured twice ({args.seeds} sampler seeds per row).", "",
+          f"{args.confirm_top} finalists re-measured twice ({args.seeds} sampler seeds per row); "
+          f"extra TPE arguments {args.tpe_args}.", "",
           "| spec | T | grid best us | grid measured | TPE budget | trials in flight | noise sd | runs "
           "| within 3% | median TPE/grid | worst TPE/grid |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for land in lands:

@@ -514,6 +514,8 @@ def tune_main(argv=None) -> int:
     ap.add_argument("--max-spill", type=int, default=0, help="reject configs spilling more bytes")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds one measurement may take")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--confirm", type=int, default=TuneSettings.confirm_top,
+                    help="fastest configs measured twice more at the end, ranked by median (0: off)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compile processes")
     ap.add_argument("--parallel", type=int, default=4,
                     help="trials in flight per GPU: compiled in parallel, measured one at a time")
@@ -522,7 +524,7 @@ def tune_main(argv=None) -> int:
     out_dir = Path(args.out) if args.out else (package_dir() if args.ship else user_dir())
     formats = args.formats.split(",") if args.formats else None
     settings = TuneSettings(None if args.sampler == "grid" else args.trials, args.sampler, args.seed,
-                            args.max_spill, args.timeout, max(1, args.parallel))
+                            args.max_spill, args.timeout, max(1, args.parallel), confirm_top=max(0, args.confirm))
     if args.static:
         if not args.arch:
             ap.error("--static needs --arch")
