@@ -151,14 +151,17 @@ def check_correctness(gen) -> list[str]:
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
             assert torch.equal(got, want), f"page_split {P} touched"
         checked.append(f"page_split {P}->64")
-    checked += check_graph_replay(gen)
+    spec = PageSplitSpec(256, 64, device_arch(DEV))
+    for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
+                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True)):
+        checked += check_graph_replay(gen, cfg)
     return checked
 
 
-def check_graph_replay(gen) -> list[str]:
-    """page_split of touched pages and compacting convert_indices captured once, inputs changed in
-    place between replays: every replay gives the reference result (page_split's page marks are
-    back to zero after each call)."""
+def check_graph_replay(gen, config=None) -> list[str]:
+    """page_split of touched pages (with ``config``, None: the default) and compacting
+    convert_indices captured once, inputs changed in place between replays: every replay gives
+    the reference result (page_split's marks and claims are back to zero after each call)."""
     P, N = 256, 500
     src = make_pool(N, P, gen)
     out = torch.full((N * P // 64, model1_page_bytes(64)), 0xA5, dtype=torch.uint8, device=DEV)
@@ -168,7 +171,7 @@ def check_graph_replay(gen) -> list[str]:
     result = []
 
     def step():
-        sparsemla.page_split(src, src_page_size=P, touched_indices=tok, out=out)
+        paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=config)
         result[:] = sparsemla.convert_indices(req, table, local, page_size=64, return_valid_counts=True)
 
     graph = capture(step, 2)  # two calls in one graph: the second sees the state the first left
@@ -184,8 +187,9 @@ def check_graph_replay(gen) -> list[str]:
                                                             return_valid_counts=True)
         slots, counts = result  # the outputs of the graph's last call, rewritten by each replay
         assert torch.equal(slots, want_slots) and torch.equal(counts, want_counts), f"convert replay {i}"
-    assert int(paging._list_buffers[src.device].marks.abs().sum()) == 0, "page marks left set"
-    return ["page_split touched + convert_indices compact, CUDA graph replays"]
+    state = paging._list_buffers[src.device]
+    assert int(state.marks.abs().sum()) == 0 and int(state.claims.abs().sum()) == 0, "page marks left set"
+    return [f"page_split touched ({config or 'default'}) + convert_indices compact, CUDA graph replays"]
 
 
 def _split_row(kernel, shape, t, moved, copy, best, target=True):
@@ -198,18 +202,23 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
 
 def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -> list[dict]:
     """Kernel times of one touched page_split: the mark kernel alone, mark + compact, and the
-    list copy alone (on the list the compact left)."""
+    copy alone (on the list the compact left). With mark_claim: the whole call and the copy alone
+    (a claim replayed alone finds its pages claimed by the replay before, so it is not timed alone)."""
     P = 256
     mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
-    mark, compact, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
+    first, second, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
                                                   ids.reshape(-1), src.shape[0], P // 64, cfg)
+    copy_name = "spread copy" if cfg.spread else "list copy"
+    if cfg.mark_claim:
+        steps = (("claim + " + copy_name, lambda: (first(), second(), copy())), (copy_name, copy))
+    else:
+        steps = (("mark", first), ("mark + compact", lambda: (first(), second())), (copy_name, copy))
     out = []
-    for label, fn in (("mark", mark), ("mark + compact", lambda: (mark(), compact())), ("list copy", copy)):
+    for label, fn in steps:
         t = timed(fn, inner, repeats)
         if label == "mark":
-            compact()  # clears the marks the mark-only replays left, and lists the pages again
-        name = "spread copy" if cfg.spread and label == "list copy" else label
-        out.append(dict(kernel=f"page_split touched: {name}", shape=f"{what}, ids 256x2048", **t, config=str(cfg)))
+            second()  # clears the marks the mark-only replays left, and lists the pages again
+        out.append(dict(kernel=f"page_split touched: {label}", shape=f"{what}, ids 256x2048", **t, config=str(cfg)))
     return out
 
 
@@ -260,21 +269,24 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     # the programs spread over; check: store only where a load reads 0), on the same two pools,
     # and where the default's time goes.
     # The copy: spread (equal shares of words) or list (pages strided over the grid).
-    variants = [dict(mark_dedup=d, mark_copies=c, mark_check=k, spread=sp)
+    variants = [dict(mark_dedup=d, mark_copies=c, mark_check=k, spread=sp, mark_claim=False)
                 for d, c, k, sp in ((False, 1, False, False), (False, 8, False, False), (True, 8, False, False),
                                     (False, 1, True, False), (False, 8, True, False), (False, 8, False, True),
                                     (False, 1, True, True), (False, 8, True, True))]
+    variants += [dict(mark_claim=True, spread=sp) for sp in (False, True)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
-        label = (f"mark dedup={v['mark_dedup']} copies={v['mark_copies']} check={v['mark_check']}, "
-                 f"{'spread' if v['spread'] else 'list'} copy")
+        mark = ("claim" if v["mark_claim"] else
+                f"mark dedup={v['mark_dedup']} copies={v['mark_copies']} check={v['mark_check']}")
+        label = f"{mark}, {'spread' if v['spread'] else 'list'} copy"
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
             t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=mc),
                       inner, repeats)
             rows.append(_split_row(f"page_split 256->64, touched, {label}", what, t,
                                    m, cp, bst, target=target) | dict(config=str(mc)))
-    for c in (cfg, dataclasses.replace(cfg, mark_check=True, mark_copies=1, spread=True)):
+    for c in (cfg, dataclasses.replace(cfg, mark_check=True, mark_copies=1, spread=True),
+              dataclasses.replace(cfg, mark_claim=True, spread=True)):
         for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages")):
             rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
     sweep_rows = []

@@ -47,7 +47,8 @@ class PagingConfig:
     over its work (page_split of touched pages), ``programs_per_sm``; for page_split's mark kernel,
     ``mark_dedup``: store each page once per block (sorted) instead of once per token id, and
     ``mark_copies``: rows of marks the mark programs spread over (so fewer stores hit one address),
-    ``mark_check``: store a mark only where a load of it reads 0 (fewer scattered stores), and
+    ``mark_check``: store a mark only where a load of it reads 0 (fewer scattered stores),
+    ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact), and
     ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words)."""
 
     block: int = 1024
@@ -56,6 +57,7 @@ class PagingConfig:
     mark_dedup: bool = False
     mark_copies: int = 1
     mark_check: bool = False
+    mark_claim: bool = False
     spread: bool = False
 
     def check(self, spec) -> "PagingConfig":
@@ -68,7 +70,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "spread"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: expected True or False")
         if not _pow2(self.mark_copies) or not 1 <= self.mark_copies <= 64:
@@ -219,8 +221,9 @@ _ARG_TYPES = {
     "page_mark_kernel": dict(touched="*i32", marks="*i8", count="*i32"),
     "page_compact_kernel": dict(marks="*i8", pages="*i32", count="*i32"),
     "page_split_kernel": dict(src="*i64", dst="*i64"),
-    "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32"),
-    "page_split_spread_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32"),
+    "page_claim_kernel": dict(touched="*i32", claims="*i32", pages="*i32", count="*i32"),
+    "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
+    "page_split_spread_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
 }
 
 
@@ -238,7 +241,9 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
             *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d, COPIES=touched.mark_copies, CHECK=c),
                PagingConfig(MARK_BLOCK, 4)) for d, c in ((False, False), (True, False), (False, True))],
             ("page_compact_kernel", dict(BLOCK=MARK_BLOCK, COPIES=touched.mark_copies), PagingConfig(MARK_BLOCK, 4)),
-            ("page_split_list_kernel", {}, touched), ("page_split_spread_kernel", {}, touched)]
+            ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
+            *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel")
+              for c in (False, True)]]
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:

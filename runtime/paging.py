@@ -184,13 +184,15 @@ class _PageList:
     in as many rows as the config's mark_copies),
     pages (the list of distinct touched source pages) and count (its length). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
-    marked pages and clears their marks, all on the device, so a call replays from a CUDA graph
+    marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
+    claims and lists, the copy clears the claims), all on the device, so a call replays from a CUDA graph
     (make one call before capturing, so the buffers are allocated outside the graph). Calls on one
     device share it: run them on one stream."""
 
     def __init__(self, device, capacity: int, copies: int):
         self.capacity, self.copies = capacity, copies
         self.marks = torch.zeros(copies * capacity, dtype=torch.int8, device=device)
+        self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
         self.count = torch.zeros(1, dtype=torch.int32, device=device)
 
@@ -225,8 +227,8 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_dedup``, ``mark_copies`` and
-    ``mark_check``. With touched_indices the kernels keep state on the device (see ``_PageList``):
+    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_claim``, ``mark_dedup``,
+    ``mark_copies`` and ``mark_check``. With touched_indices the kernels keep state on the device (see ``_PageList``):
     make one call before capturing a CUDA graph, and keep the calls of one device on one stream.
     """
     _positive_int("src_page_size", src_page_size)
@@ -290,15 +292,22 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
 
 
 def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
-    """page_split's three launches for touched pages, in order: mark, compact, list copy
-    (separate so a benchmark can time each)."""
+    """page_split's three launches for touched pages, in order: mark, compact (or with
+    mark_claim: zero the count, claim), copy (separate so a benchmark can time each)."""
     dev = src64.device
     state = _page_list(dev, N, cfg.mark_copies)
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
     copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
+    copy = (lambda: copy_kernel[(grid,)](src64, dst64, state.pages, state.count, N, state.claims,
+                                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps))
+    if cfg.mark_claim:
+        return (state.count.zero_,
+                lambda: mod.page_claim_kernel[(-(-tok.numel() // MARK_BLOCK),)](
+                    tok, tok.numel(), state.claims, N, state.pages, state.count, BLOCK=MARK_BLOCK, num_warps=4),
+                copy)
     return (lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
                 tok, tok.numel(), state.marks, N, state.count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
                 COPIES=cfg.mark_copies, CHECK=bool(cfg.mark_check), num_warps=4),
             lambda: mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](
                 state.marks, N, state.pages, state.count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies, num_warps=4),
-            lambda: copy_kernel[(grid,)](src64, dst64, state.pages, state.count, N, num_warps=cfg.num_warps))
+            copy)

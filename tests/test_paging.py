@@ -243,7 +243,9 @@ def _check_touched(src, got, P, pages, D=64):
                                       (128, PagingConfig(mark_dedup=True, mark_copies=2)),
                                       (256, PagingConfig(mark_check=True, mark_copies=2)),
                                       (256, PagingConfig(spread=True, programs_per_sm=5)),
-                                      (128, PagingConfig(spread=True, programs_per_sm=1, mark_check=True))])
+                                      (128, PagingConfig(spread=True, programs_per_sm=1, mark_check=True)),
+                                      (256, PagingConfig(mark_claim=True, programs_per_sm=3)),
+                                      (512, PagingConfig(mark_claim=True, spread=True, programs_per_sm=2))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -261,7 +263,7 @@ def test_page_split_touched_list_strides_and_resets(P, config):
         assert torch.equal(got, page_split_reference(src, src_page_size=P, touched_indices=tok,
                                                      out=torch.full(shape, SENTINEL, dtype=torch.uint8)))
         state = paging._list_buffers[src.device]
-        assert (state.marks == 0).all() and int(state.count) == len(pages), pages
+        assert (state.marks == 0).all() and (state.claims == 0).all() and int(state.count) == len(pages), pages
     # No token at all (an empty tensor, or only -1): nothing is written.
     for tok in (torch.empty(0, dtype=torch.int32), torch.full((2, 5), -1, dtype=torch.int32)):
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
