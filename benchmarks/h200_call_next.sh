@@ -2,13 +2,13 @@
 # Next device call (prepared in session 5): grid vs TPE's confirmation step (both studies of
 # each spec are complete in the journal: only the winners are re-measured), the paging
 # benchmark with the mark check and the spread copy (and the copy grid sweep), and a re-tune of
-# fp8 T=16 H=64 (1.02x FlashInfer, never re-tuned with the split seeds). About 8 minutes.
+# fp8 T=16 H=64 (1.02x FlashInfer, never re-tuned with the split seeds). About 9 minutes.
 # $OUT is packed into one archive. Afterwards: benchmarks/h200_call_next2.sh.
 set -u
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT/tune_compare"
 cp benchmarks/results/tune_compare/compare.journal "$OUT/tune_compare/"
-timeout ${COMPARE_LIMIT:-150} python3 benchmarks/tune_compare.py --out "$OUT/tune_compare" --parallel 8 \
+timeout ${COMPARE_LIMIT:-200} python3 benchmarks/tune_compare.py --out "$OUT/tune_compare" --parallel 8 \
   --max-spill 2048 > "$OUT/tune_compare.log" 2>&1
 echo "== compare rc=$?"; grep "^|" "$OUT/tune_compare.log" | cut -d'|' -f2-4,7,12,15-17
 timeout ${PAGING_LIMIT:-200} python3 benchmarks/bench_paging.py --out "$OUT" 2>&1 | grep -v Warn > "$OUT/paging.log"

@@ -92,9 +92,8 @@ def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float,
     from sparsemla.gen.compile_check import CompileReport
     from sparsemla.gen.gpu_measure import Measurement
     from sparsemla.gen.search_space import CompileConstraint, compiled_variant
-    from sparsemla.gen.spec import KernelSpec
+    from sparsemla.gen.spec import Config, KernelSpec
     from sparsemla.gen.tune import PARAMS, TuneSettings, best_trial, measured_trials, run_study
-    from sparsemla.gen.spec import Config
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     _sampler_with(tpe_args or {})

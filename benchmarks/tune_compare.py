@@ -61,7 +61,8 @@ def main(argv=None) -> int:
     from sparsemla.gen.suite import suite_spec
     from sparsemla.gen.render import atomic_write
     from sparsemla.gen.spec import config_label
-    from sparsemla.gen.tune import PARAMS, TuneSettings, best_trial, measured_trials, run_study
+    from sparsemla.gen.tune import PARAMS, TuneSettings, _confirmations, best_trial, measured_trials, run_study, \
+        trial_time
     from sparsemla.gen.tuned_table import gpu_dirname, software_provenance
     from sparsemla.runtime.api import device_arch
 
@@ -96,13 +97,13 @@ def main(argv=None) -> int:
             base = [t for t in grid.trials if t.user_attrs.get("baseline")]
             row = dict(spec=spec.key, format=fmt, H=int(H), T=T, space=space_size(search_space(spec)),
                        grid_trials=len(grid.trials), grid_measured=n_grid,
-                       grid_best_us=gb.value if gb else None,
+                       grid_best_us=trial_time(gb, _confirmations(grid)) if gb else None,
                        grid_config={p: gb.params[p] for p in PARAMS} if gb else None,
                        tpe_budget=budget, tpe_trials=len(tpe.trials), tpe_measured=len(measured_trials(tpe)),
-                       tpe_best_us=tb.value if tb else None,
+                       tpe_best_us=trial_time(tb, _confirmations(tpe)) if tb else None,
                        tpe_config={p: tb.params[p] for p in PARAMS} if tb else None,
                        default_us=base[0].value if base and base[0].value is not None else None)
-            row["tpe_over_grid"] = tb.value / gb.value if gb and tb else None
+            row["tpe_over_grid"] = row["tpe_best_us"] / row["grid_best_us"] if gb and tb else None
             row["grid_confirmed_us"], row["tpe_confirmed_us"] = confirmed
             row["confirmed_ratio"] = confirmed[1] / confirmed[0] if None not in confirmed else None
             row["pass"] = bool(row["confirmed_ratio"] is not None and row["confirmed_ratio"] <= 1.03
@@ -128,7 +129,8 @@ def main(argv=None) -> int:
           f"{prov['date']}; torch {prov['torch']}, Triton {prov['triton']}, sparsemla {prov['sparsemla']} "
           f"(template {prov['template_hash']}). Times: CUDA-graph replay median per call, rotating inputs "
           f"over >100 MB of KV. measured = configs run on the GPU (compile-rejected and repeated ones "
-          f"excluded). best us = the study's fastest measurement; confirmed us = median of "
+          f"excluded). best us = the study's winner (the median of its 3 measurements: finalists are "
+          f"measured twice more); confirmed us = median of "
           f"{args.repeats} new measurements of that config, the two winners interleaved in this run. "
           f"pass = TPE's winner within 3% of the grid's on the confirmed times, with at most a quarter "
           f"of the grid's measurements.", "",

@@ -138,7 +138,8 @@ def best_trial(study):
     return min(ok, key=lambda t: (trial_time(t, conf), t.number)) if ok else None
 
 
-def confirm_finalists(study, spec: KernelSpec, bucket: int, measure: Callable, top: int, repeats: int) -> None:
+def confirm_finalists(study, spec: KernelSpec, bucket: int, measure: Callable, top: int, repeats: int,
+                      warm: Callable | None = None) -> None:
     """Measure the ``top`` fastest configs ``repeats`` more times (those not yet confirmed).
 
     Each config is measured once during the search, so the fastest of many measurements is
@@ -154,12 +155,17 @@ def confirm_finalists(study, spec: KernelSpec, bucket: int, measure: Callable, t
     todo = [t for t in ok[:top] if t.number not in conf]
     if not todo:
         return
+    cfgs = {t.number: Config(**{p: t.params[p] for p in PARAMS}) for t in todo}
+    if warm is not None:  # a resumed study's finalists may not be compiled in this process yet
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(len(todo)) as ex:
+            list(ex.map(lambda c: warm(spec, c), cfgs.values()))
     for t in todo:
         conf[t.number] = []
     for _ in range(repeats):  # interleaved, so drift over the run hits every finalist alike
         for t in todo:
             try:
-                m = measure(spec, Config(**{p: t.params[p] for p in PARAMS}), bucket)
+                m = measure(spec, cfgs[t.number], bucket)
             except Exception:  # as in a trial: a crash fails the config
                 m = failed("crashed when re-measured")
             ok_m = m.ok and math.isfinite(m.time_us) and m.time_us > 0
@@ -322,7 +328,7 @@ def run_study(spec: KernelSpec, bucket: int, measure: Callable, *, storage=None,
             progress = Progress(f"{spec.key} T={bucket}", settings, space_size(space), out)
             study.optimize(Objective(spec, bucket, measure, constraint, space, warm, budget), callbacks=[progress],
                            n_trials=progress.cap, gc_after_trial=False, n_jobs=max(1, settings.parallel))
-        confirm_finalists(study, spec, bucket, measure, settings.confirm_top, settings.confirm_repeats)
+        confirm_finalists(study, spec, bucket, measure, settings.confirm_top, settings.confirm_repeats, warm)
     finally:
         if own:
             constraint.close()
