@@ -176,7 +176,7 @@ def test_split_neighbours_are_measured_after_the_default(tmp_path):
     assert all(c == Config(**{**d.to_dict(), "num_splits": c.num_splits}) for c in seeds)
     journal = str(tmp_path / "tune.journal")
     study = run(trials=6, storage=journal)
-    first = [Config(**{p: t.params[p] for p in d.to_dict()}) for t in study.trials[:4]]
+    first = [Config(**t.params) for t in study.trials[:4]]
     assert first == [d] + seeds and all(t.user_attrs.get("seed") for t in study.trials[1:4])
     # a resumed study is not seeded twice
     again = run(trials=8, storage=journal)
