@@ -16,7 +16,7 @@ import torch
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", required=True, help="format:T:H,...")
-    ap.add_argument("--configs", required=True, help="h,n,s,w,st[,pf]/... (pf 1: index_prefetch)")
+    ap.add_argument("--configs", required=True, help="h,n,s,w,st[,pf[,px]]/... (pf 1: index_prefetch, px 1: p_exchange)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from triton.testing import do_bench
@@ -47,10 +47,11 @@ def main():
         ref = sparsemla.sparse_mla(q[:n], cache, idx[:n], sm_scale=fmt.d_qk ** -0.5, kv_format=fmt.kv_format,
                                    backend="torch", **kw)
         floor, _, _ = roofline_us(fmt, T, H, 4300, 790)
-        for h, nb, s, w, st, *pf in configs:
+        for h, nb, s, w, st, *flags in configs:
             if s == 0:
                 s = default_config(spec, T).num_splits
-            cfg = Config(min(h, max(16, 1 << (H - 1).bit_length())), nb, s, w, st, bool(pf and pf[0]))
+            pf, px = (bool(f) for f in (list(flags) + [0, 0])[:2])
+            cfg = Config(min(h, max(16, 1 << (H - 1).bit_length())), nb, s, w, st, pf, px)
             r = dict(row=row, config=cfg.to_dict())
             try:
                 call = lambda: sparsemla.sparse_mla(q, cache, idx, sm_scale=fmt.d_qk ** -0.5,

@@ -102,7 +102,8 @@ def attention_context(spec: KernelSpec) -> dict:
             q_segs.append((seg.col, seg.width))
     return dict(caches=cache_descs(spec), q_segs=q_segs,
                 v_segs=[s for s in layout.segments if s.in_v],
-                cdt=_TL_DTYPES[spec.compute_dtype])
+                cdt=_TL_DTYPES[spec.compute_dtype], cdt_bytes=4 if spec.compute_dtype == "fp32" else 2,
+                interpret=interpreting())
 
 
 def render_source(spec) -> str:

@@ -53,7 +53,7 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     }
     for T in (1, 4096):  # the default changes with T only through num_splits
         for k, v in default_config(replace(spec, arch=a.name), T).to_dict().items():
-            if v not in space[k]:
+            if k in space and v not in space[k]:  # (p_exchange is not searched yet)
                 space[k] = sorted(space[k] + [v])
     return space
 

@@ -161,6 +161,7 @@ class Config:
     num_warps: int = 8
     num_stages: int = 2
     index_prefetch: bool = False  # load the next tile's slot ids a tile early (deeper KV pipelining)
+    p_exchange: bool = False  # pass P through scratch so 2 warp groups split S (see the template)
 
     def check(self, spec: KernelSpec) -> "Config":
         """Raise ValueError if this config cannot run ``spec`` on its arch."""
@@ -179,8 +180,9 @@ class Config:
             bad("num_warps", "one of 1, 2, 4, 8, 16")
         if not 1 <= self.num_stages <= arch.max_stages:
             bad("num_stages", f"an int in 1..{arch.max_stages} on {arch.name}")
-        if not isinstance(self.index_prefetch, bool):
-            bad("index_prefetch", "True or False")
+        for flag in ("index_prefetch", "p_exchange"):
+            if not isinstance(getattr(self, flag), bool):
+                bad(flag, "True or False")
         return self
 
     def to_dict(self) -> dict:
@@ -200,7 +202,8 @@ def config_label(c) -> str:
     "h64 n64 s2 w8 st2", with " pf" when index_prefetch is on."""
     d = c.to_dict() if isinstance(c, Config) else c
     return (f"h{d.get('block_h')} n{d.get('block_n')} s{d.get('num_splits')} w{d.get('num_warps')} "
-            f"st{d.get('num_stages')}" + (" pf" if d.get("index_prefetch") else ""))
+            f"st{d.get('num_stages')}" + (" pf" if d.get("index_prefetch") else "")
+            + (" px" if d.get("p_exchange") else ""))
 
 
 def next_pow2(x: int) -> int:

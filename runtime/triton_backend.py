@@ -168,7 +168,6 @@ class TritonLaunch:
             return
         S = config.num_splits
         self.device = q.device
-        self.ws_numel = T * H * S * (spec.d_v + 1)  # the split-K workspace (S > 1)
         lse_strides = (lse.stride(0), lse.stride(1)) if lse is not None else (0, 0)
 
         fwd = _Args()
@@ -184,21 +183,33 @@ class TritonLaunch:
         fwd.fixed(out.stride(0), out.stride(1), out.stride(2))
         fwd.per_call(_LSE, lse is not None)
         fwd.fixed(*lse_strides)
-        self.ws_pos = len(fwd.values)  # o_part, lse_part: the split-K workspace, else unused (q)
-        if S > 1:
-            fwd.fixed(None, None)  # set by _attach_workspace
-        else:
-            fwd.per_call(_Q)
-            fwd.per_call(_Q)
+        head_blocks = -(-H // config.block_h)
+        grid = T * head_blocks * S
+        # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
+        # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
+        # part's argument is q (never read).
+        self.o_numel = T * H * S * spec.d_v if S > 1 else 0
+        self.lse_numel = T * H * S if S > 1 or config.p_exchange else 0
+        x_numel = grid * mod.xchg_numel(config.block_h, config.block_n) if config.p_exchange else 0
+        self.ws_numel = self.o_numel + (-(-self.lse_numel // 32) * 32 + x_numel if x_numel else self.lse_numel)
+        self.ws_pos = len(fwd.values)
+        for used in (S > 1, S > 1 or config.p_exchange):
+            if used:
+                fwd.fixed(None)  # set by _attach_workspace
+            else:
+                fwd.per_call(_Q)
         fwd.per_call(_SCALE)
         fwd.fixed(H, S, *flags)
-        head_blocks = -(-H // config.block_h)
-        self.fwd = _Kernel(mod.sparse_mla_fwd, (T * head_blocks * S,), fwd,
+        self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
                            dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
-                                INDEX_PREFETCH=config.index_prefetch),
+                                INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange),
                            dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
-        if S == 1:
-            return
+        if S > 1:
+            self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink)
+        if self.ws_numel:
+            self._attach_workspace()
+
+    def _combine_kernel(self, mod, spec, T, H, S, out, lse, lse_strides, attn_sink) -> None:
         comb = _Args()
         comb.fixed(None, None)  # o_part, lse_part, set by _attach_workspace
         comb.per_call(_SINK, attn_sink is not None)
@@ -209,25 +220,28 @@ class TritonLaunch:
         s_p2 = next_pow2(S)
         block_dv = max(16, min(spec.d_v, 8192 // s_p2))
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
-                               dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv), dict(num_warps=4), q.device)
-        self.o_numel = T * H * S * spec.d_v
-        self._attach_workspace()
+                               dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv), dict(num_warps=4),
+                               self.device)
 
     def _attach_workspace(self) -> None:
-        """Point o_part and lse_part at the shared workspace (again, after a launch grew it)."""
+        """Point the workspace arguments at the shared buffer (again, after a launch grew it)."""
         ws = workspace(self.device, self.ws_numel)
         self.ws_buf = _workspaces[self.device]
-        parts = ws[: self.o_numel], ws[self.o_numel:]
-        self.fwd.args.values[self.ws_pos: self.ws_pos + 2] = parts
-        self.combine.args.values[:2] = parts
-        self.fwd.direct = self.combine.direct = None  # their argument lists hold the old buffer
+        parts = [ws[:self.o_numel], ws[self.o_numel:]]  # lse_part runs on into the scratch
+        for i, n in enumerate((self.o_numel, self.lse_numel)):
+            if n:
+                self.fwd.args.values[self.ws_pos + i] = parts[i]
+        self.fwd.direct = None  # its argument list held the old buffer
+        if self.combine is not None:
+            self.combine.args.values[:2] = parts[:2]
+            self.combine.direct = None
 
     def __call__(self, q: torch.Tensor, indices: torch.Tensor, sm_scale: float, out: torch.Tensor,
                  lse: torch.Tensor | None = None, topk_length=None, attn_sink=None, extra_indices=None,
                  extra_topk_length=None) -> None:
         if self.fwd is None:  # no query tokens
             return
-        if self.combine is not None and _workspaces.get(self.device) is not self.ws_buf:
+        if self.ws_numel and _workspaces.get(self.device) is not self.ws_buf:
             self._attach_workspace()
         vals = (q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale)
         compiled = self.fwd(vals)
