@@ -35,10 +35,10 @@ def grid_landscapes(journal: str) -> list[dict]:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal))
-    out = []
+    out, seen = [], []
     for s in optuna.get_all_study_summaries(storage):
-        if "-grid/" not in s.study_name:
-            continue
+        if "-grid/" not in s.study_name or s.study_name.split("/")[1:3] in seen:
+            continue  # (a study carried to a new template hash is the same landscape)
         study = optuna.load_study(study_name=s.study_name, storage=storage)
         best = best_trial(study)
         if best is None:
@@ -60,6 +60,7 @@ def grid_landscapes(journal: str) -> list[dict]:
         known = len(times) + len({_params(t) for t in study.trials if "rejected" in t.user_attrs})
         if known < 0.97 * space_size(search_space(spec)):
             continue  # an unfinished grid is not a landscape (a few interrupted trials are: they fail)
+        seen.append([key, bucket])
         out.append(dict(key=key, bucket=int(bucket[1:]), times=times, rejected=rejected,
                         grid_best=best.value, grid_measured=len(measured_trials(study))))
     return out
