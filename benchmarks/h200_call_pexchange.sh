@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Measure the P-exchange experiment (issue 7) on the H200. First, on a branch:
-#   git apply benchmarks/results/session5/p_exchange_experiment.patch
-# then run this: bf16 / fp8 rows at H = 64 and 128, p_exchange off and on for the h64 w8 configs
-# the tuned table uses (sweep.py config h,n,s,w,st,pf,px; s 0 = the default's split count).
+# Measure Config.p_exchange (issue 7) on the H200: bf16 / fp8 rows at H = 64 and 128, p_exchange
+# off and on for the h64 w8 configs the tuned table uses (sweep.py config h,n,s,w,st,pf,px; s 0 =
+# the default's split count). If it wins: add it to the search space (gen/search_space.py) and
+# re-tune the H >= 64 rows.
 set -u
 export PYTHONUNBUFFERED=1
 timeout ${LIMIT:-400} python3 benchmarks/sweep.py \
