@@ -6,6 +6,6 @@
 set -u
 export PYTHONUNBUFFERED=1
 timeout ${LIMIT:-400} python3 benchmarks/sweep.py \
-  --rows bf16:16:128,bf16:128:128,bf16:128:64,bf16:256:128,fp8:128:128,fp8:16:128,bf16_nope:128:128 \
+  --rows bf16:16:128,bf16:128:128,bf16:128:64,bf16:256:128,fp8:128:128,fp8:16:128,fp8_ds_mla:128:128,model1:128:128 \
   --configs 64,64,0,8,1/64,64,0,8,1,0,1/64,64,0,8,2/64,64,0,8,2,0,1/64,64,0,8,3,0,1/64,64,1,8,2/64,64,1,8,2,0,1 \
-  --out "$OUT/sweep_px.json" 2>&1 | grep -v Warn | tail -n 60 | tee "$OUT/sweep_px.log" | tail -n 30
+  --out "$OUT/sweep_px" 2>&1 | grep -v Warn | tail -n 60 | tee "$OUT/sweep_px.log" | tail -n 30
