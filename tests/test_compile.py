@@ -59,3 +59,19 @@ def test_index_prefetch_compiles_and_deepens_the_kv_pipeline():
     tile = 32 * 576 * 2  # one gathered bf16 KV tile
     assert r3.shared_bytes >= r2.shared_bytes + tile, (r2.line(), r3.line())
     assert off3.shared_bytes < r3.shared_bytes, (off3.line(), r3.line())
+
+
+def test_p_exchange_compiles_and_keeps_the_kv_pipeline():
+    # P through the scratch needs a barrier per tile; it is inline asm because a gpu.barrier in
+    # the loop turns Triton's software pipeliner off: with 2 stages the gathered KV tile is still
+    # double-buffered in shared memory (compiled with every format's segment dots, split-K or not).
+    from sparsemla.gen.spec import Config
+    jobs = []
+    for fmt, d_qk, page in (("auto", 576, 1), ("model1", 512, 64)):
+        spec = KernelSpec(kv_format=fmt, d_qk=d_qk, page_size=page, num_heads=128, arch="sm90")
+        jobs += [(spec, Config(64, 64, s, 8, st, p_exchange=True), "sm90") for s in (1, 4) for st in (1, 2)]
+    reports = compile_many(jobs)
+    for r in reports:
+        assert r.ok and r.fits, r.line()
+    auto_1, auto_2 = reports[0], reports[1]
+    assert auto_2.shared_bytes >= auto_1.shared_bytes + 64 * 512 * 2, (auto_1.line(), auto_2.line())
