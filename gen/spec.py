@@ -161,7 +161,9 @@ class Config:
     num_warps: int = 8
     num_stages: int = 2
     index_prefetch: bool = False  # load the next tile's slot ids a tile early (deeper KV pipelining)
-    p_exchange: bool = False  # pass P through scratch so 2 warp groups split S (see the template)
+    # Pass P through a scratch so 2 warp groups split S (see the template); the scratch takes
+    # 2 x (BLOCK_H x BLOCK_N x 2 B + BLOCK_H x 4 B) per program and cache (17 KB at h64 n64).
+    p_exchange: bool = False
 
     def check(self, spec: KernelSpec) -> "Config":
         """Raise ValueError if this config cannot run ``spec`` on its arch."""
