@@ -1,7 +1,8 @@
 """bf16 correctness of every format x feature on the GPU (the CPU suite cannot check bf16:
 Triton's interpreter multiplies raw bits in a bf16 tl.dot). Same traps as tests/: NaN in every
 unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf too), an extra
-cache, LSE, split-K and direct write. Prints one line per case; exits 1 on a failure."""
+cache, LSE, split-K and direct write, each with and without p_exchange (P through the per-program
+scratch). Prints one line per case; exits 1 on a failure."""
 import math
 import os
 import sys
@@ -16,41 +17,41 @@ from helpers import FORMAT_CASES, make_cache, poison_unreferenced, random_indice
 dev = torch.device("cuda")
 failed = []
 for case, (fmt, d_qk, page) in FORMAT_CASES.items():
-    for splits in (1, 4):
-        for features in ("plain", "sink+extra+lse"):
-            gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
-            T, H, topk, xtopk, slots = 6, 128, 256, 64, 2048
-            cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)
-            idx = random_indices(T, topk, slots, gen)
-            idx[3] = -1
-            tl_ = torch.tensor([topk, 100, topk, topk, 1, topk], dtype=torch.int32)
-            extra = {}
-            sink = None
-            x = dict(x_deq=None, x_indices=None, x_topk_length=None)
-            if features != "plain":
-                xcache, xkw, xdeq = make_cache(fmt, d_qk, 512, page, torch.bfloat16, gen)
-                xidx = random_indices(T, xtopk, 512, gen)
-                xlen = torch.tensor([xtopk, 3, 0, xtopk, xtopk, 10], dtype=torch.int32)
-                xcache = poison_unreferenced(xcache, fmt, page or 1, torch.cat([xidx[t, :int(xlen[t])] for t in range(T)]))
-                sink = torch.randn(H, generator=gen)
-                sink[0], sink[1] = math.inf, -math.inf
-                extra = dict(extra_kv_cache=xcache.to(dev), extra_indices=xidx.to(dev), extra_topk_length=xlen.to(dev),
-                             attn_sink=sink.to(dev), **({"extra_page_size": page} if fmt == "model1" else {}),
-                             **({"extra_kv_scale": xkw["kv_scale"]} if "kv_scale" in xkw else {}))
-                x = dict(x_deq=xdeq, x_indices=xidx, x_topk_length=xlen)
-            cache = poison_unreferenced(cache, fmt, page or 1, torch.cat([idx[t, :int(tl_[t])] for t in range(T)]))
-            q = torch.randn(T, H, d_qk, generator=gen).bfloat16()
-            out, lse = sparsemla.sparse_mla(q.to(dev), cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5, kv_format=fmt,
-                                            topk_length=tl_.to(dev), return_lse=True, backend="triton",
-                                            config=Config(64, 64, splits, 8, 2), **kw, **extra)
-            ref, rlse = reference64(q, deq, idx, d_qk ** -0.5, 512, topk_length=tl_, sink=sink, **x)
-            err = rel_err(out.cpu(), ref)
-            fin = torch.isfinite(rlse)
-            lerr = (lse.cpu().double()[fin] - rlse[fin]).abs().max().item()
-            ok = (torch.isfinite(out).all().item() and err < 1e-2 and lerr < 2e-2
-                  and torch.equal(torch.isfinite(lse.cpu()), fin))
-            print(f"{case:14s} splits={splits} {features:15s} rel err {err:.2e} lse err {lerr:.1e} {'ok' if ok else 'FAIL'}")
-            if not ok:
-                failed.append((case, splits, features))
+    for splits, features, px in [(s, f, px) for s in (1, 4) for f in ("plain", "sink+extra+lse") for px in (False, True)]:
+        gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
+        T, H, topk, xtopk, slots = 6, 128, 256, 64, 2048
+        cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)
+        idx = random_indices(T, topk, slots, gen)
+        idx[3] = -1
+        tl_ = torch.tensor([topk, 100, topk, topk, 1, topk], dtype=torch.int32)
+        extra = {}
+        sink = None
+        x = dict(x_deq=None, x_indices=None, x_topk_length=None)
+        if features != "plain":
+            xcache, xkw, xdeq = make_cache(fmt, d_qk, 512, page, torch.bfloat16, gen)
+            xidx = random_indices(T, xtopk, 512, gen)
+            xlen = torch.tensor([xtopk, 3, 0, xtopk, xtopk, 10], dtype=torch.int32)
+            xcache = poison_unreferenced(xcache, fmt, page or 1, torch.cat([xidx[t, :int(xlen[t])] for t in range(T)]))
+            sink = torch.randn(H, generator=gen)
+            sink[0], sink[1] = math.inf, -math.inf
+            extra = dict(extra_kv_cache=xcache.to(dev), extra_indices=xidx.to(dev), extra_topk_length=xlen.to(dev),
+                         attn_sink=sink.to(dev), **({"extra_page_size": page} if fmt == "model1" else {}),
+                         **({"extra_kv_scale": xkw["kv_scale"]} if "kv_scale" in xkw else {}))
+            x = dict(x_deq=xdeq, x_indices=xidx, x_topk_length=xlen)
+        cache = poison_unreferenced(cache, fmt, page or 1, torch.cat([idx[t, :int(tl_[t])] for t in range(T)]))
+        q = torch.randn(T, H, d_qk, generator=gen).bfloat16()
+        out, lse = sparsemla.sparse_mla(q.to(dev), cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5, kv_format=fmt,
+                                        topk_length=tl_.to(dev), return_lse=True, backend="triton",
+                                        config=Config(64, 64, splits, 8, 2, p_exchange=px), **kw, **extra)
+        ref, rlse = reference64(q, deq, idx, d_qk ** -0.5, 512, topk_length=tl_, sink=sink, **x)
+        err = rel_err(out.cpu(), ref)
+        fin = torch.isfinite(rlse)
+        lerr = (lse.cpu().double()[fin] - rlse[fin]).abs().max().item()
+        ok = (torch.isfinite(out).all().item() and err < 1e-2 and lerr < 2e-2
+              and torch.equal(torch.isfinite(lse.cpu()), fin))
+        print(f"{case:14s} splits={splits} {features:15s} {'px' if px else '  '} rel err {err:.2e} "
+              f"lse err {lerr:.1e} {'ok' if ok else 'FAIL'}")
+        if not ok:
+            failed.append((case, splits, features, px))
 print("bf16 GPU correctness:", "all ok" if not failed else f"FAILED {failed}")
 sys.exit(1 if failed else 0)
