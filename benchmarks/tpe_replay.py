@@ -30,8 +30,8 @@ def grid_landscapes(journal: str) -> list[dict]:
     compile rejections per compiled variant, the grid's best and its measurement count."""
     import optuna
     from sparsemla.gen.search_space import compiled_variant, search_space, space_size, static_reason
-    from sparsemla.gen.spec import Config, KernelSpec
-    from sparsemla.gen.tune import PARAMS, _params, best_trial, measured_trials
+    from sparsemla.gen.spec import KernelSpec
+    from sparsemla.gen.tune import PARAMS, _params, best_trial, measured_trials, trial_config
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal))
@@ -49,7 +49,7 @@ def grid_landscapes(journal: str) -> list[dict]:
         for t in study.trials:
             if not all(p in t.params for p in PARAMS):
                 continue
-            cfg = Config(**{p: t.params[p] for p in PARAMS})
+            cfg = trial_config(t)
             if "rejected" in t.user_attrs:
                 if not static_reason(spec, cfg):  # a compile report's verdict: its whole variant
                     rejected[repr(compiled_variant(cfg))] = t.user_attrs["rejected"]
@@ -93,8 +93,8 @@ def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float,
     from sparsemla.gen.compile_check import CompileReport
     from sparsemla.gen.gpu_measure import Measurement
     from sparsemla.gen.search_space import CompileConstraint, compiled_variant
-    from sparsemla.gen.spec import Config, KernelSpec
-    from sparsemla.gen.tune import PARAMS, TuneSettings, best_trial, measured_trials, run_study
+    from sparsemla.gen.spec import KernelSpec
+    from sparsemla.gen.tune import TuneSettings, best_trial, measured_trials, run_study, trial_config
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     _sampler_with(tpe_args or {})
@@ -122,7 +122,7 @@ def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float,
                       constraint=CompileConstraint(1 << 30, compile_fn, path=None), out=None,
                       warm=warm if parallel > 1 else None)
     best = best_trial(study)
-    true = land["times"].get(repr(Config(**{p: best.params[p] for p in PARAMS}))) if best else None
+    true = land["times"].get(repr(trial_config(best))) if best else None
     return dict(key=land["key"], bucket=land["bucket"], seed=seed, parallel=parallel, noise=noise,
                 measured=len(measured_trials(study)), budget=budget,
                 ratio=true / land["grid_best"] if true else None)

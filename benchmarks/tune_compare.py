@@ -29,17 +29,11 @@ def confirm(measure, spec, T: int, trials: list, repeats: int) -> list:
     taken side by side."""
     import statistics
 
-    from sparsemla.gen.spec import Config
-    from sparsemla.gen.tune import PARAMS
+    from sparsemla.gen.tune import remeasure, trial_config
 
-    cfgs = [Config(**{p: t.params[p] for p in PARAMS}) for t in trials]
-    times = [[] for _ in cfgs]
-    for _ in range(repeats):
-        for i, cfg in enumerate(cfgs):
-            m = measure(spec, cfg, T)
-            if m.ok:
-                times[i].append(m.time_us)
-    return [statistics.median(t) if t else None for t in times]
+    times = remeasure(measure, spec, T, [trial_config(t) for t in trials], repeats)
+    ok = [[x for x in ts if x is not None] for ts in times]
+    return [statistics.median(x) if x else None for x in ok]
 
 
 def main(argv=None) -> int:

@@ -102,6 +102,25 @@ def _params(t) -> tuple | None:
     return tuple(t.params[p] for p in PARAMS) if all(p in t.params for p in PARAMS) else None
 
 
+def trial_config(t) -> Config:
+    """The Config a finished trial measured."""
+    return Config(**{p: t.params[p] for p in PARAMS})
+
+
+def remeasure(measure: Callable, spec: KernelSpec, bucket: int, configs: list, repeats: int) -> list[list]:
+    """``repeats`` more measurements of each config, interleaved so drift over the run hits
+    them alike; per config its times (None where a measurement failed or crashed)."""
+    times = [[] for _ in configs]
+    for _ in range(repeats):
+        for i, cfg in enumerate(configs):
+            try:
+                m = measure(spec, cfg, bucket)
+            except Exception:  # as in a trial: a crash fails the config
+                m = failed("crashed when re-measured")
+            times[i].append(m.time_us if m.ok and math.isfinite(m.time_us) and m.time_us > 0 else None)
+    return times
+
+
 def _is_measured(t) -> bool:
     a = t.user_attrs
     return t.state in (TrialState.COMPLETE, TrialState.FAIL) and ("time_us" in a or "fail" in a) \
@@ -155,21 +174,13 @@ def confirm_finalists(study, spec: KernelSpec, bucket: int, measure: Callable, t
     todo = [t for t in ok[:top] if t.number not in conf]
     if not todo:
         return
-    cfgs = {t.number: Config(**{p: t.params[p] for p in PARAMS}) for t in todo}
+    cfgs = [trial_config(t) for t in todo]
     if warm is not None:  # a resumed study's finalists may not be compiled in this process yet
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(len(todo)) as ex:
-            list(ex.map(lambda c: warm(spec, c), cfgs.values()))
-    for t in todo:
-        conf[t.number] = []
-    for _ in range(repeats):  # interleaved, so drift over the run hits every finalist alike
-        for t in todo:
-            try:
-                m = measure(spec, cfgs[t.number], bucket)
-            except Exception:  # as in a trial: a crash fails the config
-                m = failed("crashed when re-measured")
-            ok_m = m.ok and math.isfinite(m.time_us) and m.time_us > 0
-            conf[t.number].append(m.time_us if ok_m else None)
+            list(ex.map(lambda c: warm(spec, c), cfgs))
+    for t, times in zip(todo, remeasure(measure, spec, bucket, cfgs, repeats)):
+        conf[t.number] = times
     study.set_user_attr("confirm_us", {str(k): v for k, v in conf.items()})
 
 
@@ -340,7 +351,7 @@ def study_entry(study, bucket: int, compare: dict | None = None) -> TunedEntry |
     best = best_trial(study)
     if best is None:
         return None
-    cfg = Config(**{p: best.params[p] for p in PARAMS})
+    cfg = trial_config(best)
     time_us = trial_time(best, _confirmations(study))
     fi = (compare or {}).get("flashinfer_us")
     ours = (compare or {}).get("triton_bench_us")
