@@ -7,8 +7,6 @@ set -u
 export PYTHONUNBUFFERED=1
 timeout 90 python3 benchmarks/bench_paging.py --no-sweep --out "$OUT" 2>&1 | grep -v Warn | tail -n 26
 FORMATS=fp8 TRIALS=20 PARALLEL=8 LIMIT=50 TUNE_ARGS="--heads 128 --tokens 16,64" bash benchmarks/h200_tune.sh
-cp "$OUT/tune.journal" benchmarks/results/tune_run2/tune.journal
-cp "$OUT/tuned/NVIDIA_H200/sparse_mla.json" benchmarks/results/tune_run2/sparse_mla.json
 mv "$OUT/tune_fp8.log" "$OUT/tune_fp8_h128.log"
 FORMATS=fp8 TRIALS=20 PARALLEL=8 LIMIT=35 TUNE_ARGS="--heads 64 --tokens 128" bash benchmarks/h200_tune.sh
 export SPARSEMLA_TUNED_DIR="$OUT/tuned"

@@ -5,12 +5,8 @@
 # $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
-RUN=benchmarks/results/tune_run2
-tune() {  # FORMAT TRIALS LIMIT TUNE_ARGS: one h200_tune.sh run; its journal and table carry on
+tune() {  # FORMAT TRIALS LIMIT TUNE_ARGS (each h200_tune.sh run resumes where the last one stopped)
   FORMATS=$1 TRIALS=$2 PARALLEL=8 LIMIT=$3 TUNE_ARGS="$4" bash benchmarks/h200_tune.sh
-  cp "$OUT/tune.journal" $RUN/tune.journal
-  cp "$OUT/tuned/NVIDIA_H200/sparse_mla.json" $RUN/sparse_mla.json
-  cat "$OUT/tune_$1.log" >> "$OUT/tune_all.log" && rm "$OUT/tune_$1.log"
 }
 tune fp8 22 75 "--heads 128 --tokens 128"
 tune model1 8 120 "--heads 128 --tokens 256,4096"
@@ -23,6 +19,6 @@ bench() {  # NAME ARGS...
 bench fp8 --formats fp8 --tokens 16,64,128 --heads 64,128
 bench fp8_nope --formats fp8_nope --tokens 16,256 --heads 64,128
 bench model1 --formats model1 --tokens 256 --heads 128
-grep -h "\] best" "$OUT/tune_all.log" | cut -c1-200
+grep -h "\] best" "$OUT"/tune_*.log | cut -c1-200
 for f in "$OUT"/bench_*/NVIDIA_H200.md; do grep "^| [a-z]" "$f" | cut -d'|' -f2-7,19; done
 tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"

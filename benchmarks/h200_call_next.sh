@@ -6,11 +6,7 @@
 # $OUT is packed into one archive. Afterwards: benchmarks/h200_call_next2.sh.
 set -u
 export PYTHONUNBUFFERED=1
-mkdir -p "$OUT/tune_compare"
-cp benchmarks/results/tune_compare/compare.journal "$OUT/tune_compare/"
-timeout ${COMPARE_LIMIT:-200} python3 benchmarks/tune_compare.py --out "$OUT/tune_compare" --parallel 8 \
-  --max-spill 2048 > "$OUT/tune_compare.log" 2>&1
-echo "== compare rc=$?"; grep "^|" "$OUT/tune_compare.log" | cut -d'|' -f2-4,7,12,15-17
+COMPARE_LIMIT=${COMPARE_LIMIT:-200} bash benchmarks/h200_compare.sh
 timeout ${PAGING_LIMIT:-200} python3 benchmarks/bench_paging.py --out "$OUT" 2>&1 | grep -v Warn > "$OUT/paging.log"
 echo "== paging rc=$?"; grep "touched" "$OUT/paging.log" | cut -c1-150
 FORMATS=fp8 TRIALS=16 PARALLEL=8 LIMIT=70 TUNE_ARGS="--heads 64 --tokens 16" bash benchmarks/h200_tune.sh

@@ -4,12 +4,8 @@
 # suite benchmark of both formats through the new table. $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
-RUN=benchmarks/results/tune_run2
-tune() {  # FORMAT TRIALS LIMIT TUNE_ARGS: one h200_tune.sh run; its journal and table carry on
+tune() {  # FORMAT TRIALS LIMIT TUNE_ARGS (each h200_tune.sh run resumes where the last one stopped)
   FORMATS=$1 TRIALS=$2 PARALLEL=8 LIMIT=$3 TUNE_ARGS="$4" bash benchmarks/h200_tune.sh
-  cp "$OUT/tune.journal" $RUN/tune.journal
-  cp "$OUT/tuned/NVIDIA_H200/sparse_mla.json" $RUN/sparse_mla.json
-  cat "$OUT/tune_$1.log" >> "$OUT/tune_all.log" && rm "$OUT/tune_$1.log"
 }
 tune fp8_nope 22 110 "--heads 32,64,128 --tokens 16"
 tune fp8 24 60 "--heads 128 --tokens 16,64"
@@ -22,5 +18,5 @@ for f in fp8 fp8_nope; do
     | grep -v Warn > "$OUT/bench_$f.log"
   echo "== bench $f rc=$?"
 done
-grep -h "\] best" "$OUT/tune_all.log" | cut -c1-230
+grep -h "\] best" "$OUT"/tune_*.log | cut -c1-230
 tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call of the H200 tuning run: tune the suite for the formats in $FORMATS,
-# resuming from benchmarks/results/tune_run2/ (journal and partial table) when present.
+# resuming from benchmarks/results/tune_run2/ (journal and partial table) when present, and
+# leaving its journal and table there, so the next run in the same call carries on.
 #   FORMATS=bf16,fp8 LIMIT=500 bash benchmarks/h200_tune.sh
 # (after: source .whl/prelude.sh && python3 -m pip install .). Results go to $OUT.
 set -u
@@ -12,6 +13,8 @@ mkdir -p "$OUT/tuned/NVIDIA_H200"
 start=$(date +%s)
 timeout "${LIMIT:-500}" python3 -m sparsemla.cli tune --formats "$FORMATS" ${TUNE_ARGS:-} --trials "${TRIALS:-8}" \
   --parallel "${PARALLEL:-6}" --jobs 16 --max-spill 2048 --timeout 60 --storage "$OUT/tune.journal" \
-  --out "$OUT/tuned" > "$OUT/tune_$(echo $FORMATS | tr , _).log" 2>&1
+  --out "$OUT/tuned" >> "$OUT/tune_$(echo $FORMATS | tr , _).log" 2>&1
 echo "== tune rc=$? after $(( $(date +%s) - start )) s"
+cp "$OUT/tune.journal" $RUN/tune.journal
+[ -f "$OUT/tuned/NVIDIA_H200/sparse_mla.json" ] && cp "$OUT/tuned/NVIDIA_H200/sparse_mla.json" $RUN/sparse_mla.json
 grep -v Warn "$OUT"/tune_*.log | grep "\] best\|Error\|Traceback" | tail -n 40 | cut -c1-260
