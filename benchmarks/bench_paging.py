@@ -200,6 +200,10 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
     return row
 
 
+def _copy_name(spread: bool) -> str:
+    return "spread copy" if spread else "list copy"
+
+
 def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -> list[dict]:
     """Kernel times of one touched page_split: the mark kernel alone, mark + compact, and the
     copy alone (on the list the compact left). With mark_claim: the whole call and the copy alone
@@ -208,7 +212,7 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -
     mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
     first, second, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
                                                   ids.reshape(-1), src.shape[0], P // 64, cfg)
-    copy_name = "spread copy" if cfg.spread else "list copy"
+    copy_name = _copy_name(cfg.spread)
     if cfg.mark_claim:
         steps = (("claim + " + copy_name, lambda: (first(), second(), copy())), (copy_name, copy))
     else:
@@ -278,7 +282,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if v["mark_claim"] else
                 f"mark dedup={v['mark_dedup']} copies={v['mark_copies']} check={v['mark_check']}")
-        label = f"{mark}, {'spread' if v['spread'] else 'list'} copy"
+        label = f"{mark}, {_copy_name(v['spread'])}"
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
             t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=mc),
@@ -296,7 +300,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
                 c = dataclasses.replace(cfg, num_warps=warps, programs_per_sm=per_sm, spread=spread)
                 ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
                            inner, repeats)
-                sweep_rows.append(_split_row(f"page_split touched, {'spread' if spread else 'list'} copy",
+                sweep_rows.append(_split_row(f"page_split touched, {_copy_name(spread)}",
                                              f"num_warps={warps}, programs_per_sm={per_sm}", ts, moved, copy, best)
                                   | dict(config=str(c)))
 

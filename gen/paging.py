@@ -72,7 +72,8 @@ class PagingConfig:
                              f"expected an int in 1..32")
         for flag in ("mark_dedup", "mark_check", "mark_claim", "spread"):
             if not isinstance(getattr(self, flag), bool):
-                raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: expected True or False")
+                raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
+                                 f"expected True or False")
         if not _pow2(self.mark_copies) or not 1 <= self.mark_copies <= 64:
             raise ValueError(f"PagingConfig.mark_copies={self.mark_copies!r} for {spec.key}: "
                              f"expected a power of two in 1..64")
