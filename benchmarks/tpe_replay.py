@@ -31,7 +31,7 @@ def grid_landscapes(journal: str) -> list[dict]:
     import optuna
     from sparsemla.gen.search_space import compiled_variant, search_space, space_size, static_reason
     from sparsemla.gen.spec import KernelSpec
-    from sparsemla.gen.tune import PARAMS, _params, best_trial, measured_trials, trial_config
+    from sparsemla.gen.tune import _params, best_trial, measured_trials, trial_config
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal))
@@ -47,8 +47,8 @@ def grid_landscapes(journal: str) -> list[dict]:
         spec = KernelSpec.from_key(key)
         times, rejected = {}, {}
         for t in study.trials:
-            if not all(p in t.params for p in PARAMS):
-                continue
+            if not t.params:
+                continue  # (a trial interrupted before it suggested)
             cfg = trial_config(t)
             if "rejected" in t.user_attrs:
                 if not static_reason(spec, cfg):  # a compile report's verdict: its whole variant

@@ -55,8 +55,8 @@ def main(argv=None) -> int:
     from sparsemla.gen.suite import suite_spec
     from sparsemla.gen.render import atomic_write
     from sparsemla.gen.spec import config_label
-    from sparsemla.gen.tune import PARAMS, TuneSettings, _confirmations, best_trial, measured_trials, run_study, \
-        trial_time
+    from sparsemla.gen.tune import TuneSettings, _confirmations, best_trial, measured_trials, run_study, \
+        trial_config, trial_time
     from sparsemla.gen.tuned_table import gpu_dirname, software_provenance
     from sparsemla.runtime.api import device_arch
 
@@ -92,10 +92,10 @@ def main(argv=None) -> int:
             row = dict(spec=spec.key, format=fmt, H=int(H), T=T, space=space_size(search_space(spec)),
                        grid_trials=len(grid.trials), grid_measured=n_grid,
                        grid_best_us=trial_time(gb, _confirmations(grid)) if gb else None,
-                       grid_config={p: gb.params[p] for p in PARAMS} if gb else None,
+                       grid_config=trial_config(gb).to_dict() if gb else None,
                        tpe_budget=budget, tpe_trials=len(tpe.trials), tpe_measured=len(measured_trials(tpe)),
                        tpe_best_us=trial_time(tb, _confirmations(tpe)) if tb else None,
-                       tpe_config={p: tb.params[p] for p in PARAMS} if tb else None,
+                       tpe_config=trial_config(tb).to_dict() if tb else None,
                        default_us=base[0].value if base and base[0].value is not None else None)
             row["tpe_over_grid"] = row["tpe_best_us"] / row["grid_best_us"] if gb and tb else None
             row["grid_confirmed_us"], row["tpe_confirmed_us"] = confirmed

@@ -25,7 +25,9 @@ from .render import atomic_write, cache_dir, template_source
 from .spec import ARCHS, Config, KernelSpec, default_config, next_pow2
 
 log = logging.getLogger("sparsemla")
-PARAMS = ("block_h", "block_n", "num_splits", "num_warps", "num_stages", "index_prefetch")
+# Config fields the tuner may search; a space holds those that can matter for its spec, and a
+# field left out takes its Config default.
+PARAMS = ("block_h", "block_n", "num_splits", "num_warps", "num_stages", "index_prefetch", "p_exchange")
 
 
 def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[int]]:
@@ -38,7 +40,10 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     split would get less than the smallest KV tile. num_warps is the arch's list (16 warps
     measured 2x slower on the H200 in every row: the accumulator spills). index_prefetch lets
     the KV gather run num_stages - 1 tiles ahead (compiled: 3 KV buffers at 3 stages, not 2).
-    The arch's default config is always inside the space.
+    p_exchange is searched only where a 64-head tile with 8 warps is (it splits that tile's
+    scores across the 2 warp groups; H200, session 6: 5-12% faster with split-K and for the
+    FP8 formats at 1 split, 2-6% slower for bf16 at 1 split), so the spaces of H <= 32 stay
+    as they were. The arch's default config is always inside the space.
     """
     a = ARCHS[arch or spec.arch]
     total = spec.topk + spec.extra_topk
@@ -51,9 +56,11 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
         "num_stages": list(range(1, a.max_stages + 1)),
         "index_prefetch": [False, True],
     }
+    if 64 in space["block_h"] and 8 in space["num_warps"]:
+        space["p_exchange"] = [False, True]
     for T in (1, 4096):  # the default changes with T only through num_splits
         for k, v in default_config(replace(spec, arch=a.name), T).to_dict().items():
-            if k in space and v not in space[k]:  # (p_exchange is not searched yet)
+            if k in space and v not in space[k]:
                 space[k] = sorted(space[k] + [v])
     return space
 
@@ -66,7 +73,8 @@ def space_size(space: dict) -> int:
 
 
 def all_configs(space: dict) -> list[Config]:
-    return [Config(*vals) for vals in itertools.product(*(space[p] for p in PARAMS))]
+    names = [p for p in PARAMS if p in space]
+    return [Config(**dict(zip(names, vals))) for vals in itertools.product(*(space[p] for p in names))]
 
 
 def static_reason(spec: KernelSpec, config: Config) -> str:
@@ -78,6 +86,9 @@ def static_reason(spec: KernelSpec, config: Config) -> str:
     total = spec.topk + spec.extra_topk
     if config.num_splits > 1 and total // config.num_splits < config.block_n:
         return f"num_splits={config.num_splits} leaves fewer than block_n={config.block_n} slots per split"
+    if config.p_exchange and (config.block_h < 64 or config.num_warps < 8):
+        return (f"p_exchange with block_h={config.block_h}, num_warps={config.num_warps}: it splits a "
+                f"64-head tile across 2 warp groups (block_h >= 64, num_warps >= 8); here it only adds traffic")
     return ""
 
 

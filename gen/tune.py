@@ -10,8 +10,9 @@ any GPU time if it does not build, needs too much shared memory or spills more t
 ``max_spill`` bytes (state PRUNED, user attr "rejected"); otherwise ``measure(spec, config,
 T) -> Measurement`` checks and times it. A wrong result, a crash or a hang is state FAIL
 (user attr "fail") and never a candidate. The arch's default config is enqueued first (and
-exempt from the spill bound), so the result is never worse than the default; with TPE its
-split-count neighbours follow (``split_seeds``). A config seen
+exempt from the spill bound), so the result is never worse than the default; with TPE the
+table's current config for the bucket and its on/off twins follow (``incumbent_seeds``), then
+the default's split-count neighbours (``split_seeds``). A config seen
 before is not measured again ("duplicate_of"). The budget counts measured configs.
 
 Sampler: TPE (multivariate, constant liar, seeded) or an exhaustive grid. Storage: an Optuna
@@ -40,7 +41,7 @@ from .render import cache_dir, template_hash
 from .search_space import PARAMS, CompileConstraint, all_configs, search_space, space_size, static_reason
 from .spec import ARCHS, Config, KernelSpec, config_label, default_config
 from .suite import SUITE_FORMATS, suite_specs
-from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, package_dir,
+from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, load_tables, package_dir,
                           software_provenance, today, user_dir, write_table)
 
 __all__ = ["BUCKETS", "bucket_for", "Measurement", "TuneSettings", "run_study", "best_trial",
@@ -98,13 +99,18 @@ def make_sampler(kind: str, space: dict, seed: int, trials: int | None = None):
     raise ValueError(f"sampler={kind!r}: expected 'tpe' or 'grid'")
 
 
-def _params(t) -> tuple | None:
-    return tuple(t.params[p] for p in PARAMS) if all(p in t.params for p in PARAMS) else None
+_DEFAULTS = Config()
+
+
+def _params(t) -> tuple:
+    """A trial's config as a tuple over PARAMS; a field its space did not hold (a space
+    searches only the fields that can matter) takes the Config default."""
+    return tuple(t.params.get(p, getattr(_DEFAULTS, p)) for p in PARAMS)
 
 
 def trial_config(t) -> Config:
     """The Config a finished trial measured."""
-    return Config(**{p: t.params[p] for p in PARAMS})
+    return Config(**dict(zip(PARAMS, _params(t))))
 
 
 def remeasure(measure: Callable, spec: KernelSpec, bucket: int, configs: list, repeats: int) -> list[list]:
@@ -207,7 +213,7 @@ class Objective:
         return None
 
     def __call__(self, trial: optuna.Trial) -> float:
-        cfg = Config(**{p: trial.suggest_categorical(p, self.space[p]) for p in PARAMS})
+        cfg = Config(**{p: trial.suggest_categorical(p, self.space[p]) for p in PARAMS if p in self.space})
         prev = self._seen(trial.study, _params(trial), trial.number)
         if prev is not None:
             trial.set_user_attr("duplicate_of", prev.number)
@@ -292,10 +298,29 @@ def split_seeds(spec: KernelSpec, bucket: int, space: dict) -> list[Config]:
     return out
 
 
+def in_space(config: Config, space: dict) -> bool:
+    """Whether the sampler could propose ``config`` (a field the space does not search must
+    keep its Config default)."""
+    return all(getattr(config, p) in space[p] if p in space else getattr(config, p) == getattr(_DEFAULTS, p)
+               for p in PARAMS)
+
+
+def incumbent_seeds(spec: KernelSpec, space: dict, incumbent: Config | None) -> list[Config]:
+    """The config the table already holds for this bucket and its twins with one on/off field
+    flipped, measured right after the default. A re-tune after a template change or a new
+    searched field (p_exchange) then starts from what won before instead of from scratch."""
+    if incumbent is None:
+        return []
+    cands = [incumbent] + [replace(incumbent, **{p: not getattr(incumbent, p)})
+                           for p in PARAMS if p in space and isinstance(getattr(incumbent, p), bool)]
+    return [c for c in cands if in_space(c, space) and not static_reason(spec, c)]
+
+
 def prepare_study(spec: KernelSpec, bucket: int, storage, gpu: str, settings: TuneSettings,
-                  worker: int = 0, stale_after: float | None = None):
-    """Create or load the study; enqueue the default first; fail trials left RUNNING by a
-    run that died (older than ``stale_after`` s, default 2 x timeout + 10 min)."""
+                  worker: int = 0, stale_after: float | None = None, incumbent: Config | None = None):
+    """Create or load the study; enqueue the default first, then the seeds (``incumbent_seeds``,
+    ``split_seeds``); fail trials left RUNNING by a run that died (older than ``stale_after``
+    s, default 2 x timeout + 10 min)."""
     space = search_space(spec)
     study = optuna.create_study(study_name=study_name(spec, bucket, gpu), storage=storage,
                                 direction="minimize", load_if_exists=True,
@@ -305,8 +330,11 @@ def prepare_study(spec: KernelSpec, bucket: int, storage, gpu: str, settings: Tu
     if not trials:
         study.enqueue_trial(default_config(spec, bucket).to_dict(), user_attrs={"baseline": True})
     if settings.sampler != "grid" and not any(t.user_attrs.get("seed") for t in trials):  # also on resume
-        for cfg in split_seeds(spec, bucket, space):
-            study.enqueue_trial(cfg.to_dict(), user_attrs={"seed": True})
+        seeds = [default_config(spec, bucket)]
+        for cfg in incumbent_seeds(spec, space, incumbent) + split_seeds(spec, bucket, space):
+            if cfg not in seeds:
+                seeds.append(cfg)
+                study.enqueue_trial(cfg.to_dict(), user_attrs={"seed": True})
     stale = stale_after if stale_after is not None else 2 * settings.timeout + 600
     now = datetime.datetime.now()
     for t in trials:
@@ -372,6 +400,7 @@ def static_config(spec: KernelSpec, num_tokens: int, constraint: CompileConstrai
     d = default_config(spec, num_tokens)
     space = search_space(spec)
     cands = [c for c in all_configs(space) if c.num_splits == d.num_splits and c.index_prefetch == d.index_prefetch
+             and c.p_exchange == d.p_exchange
              and c.block_h <= d.block_h
              and c.block_n <= d.block_n and c.num_stages <= d.num_stages]
     cands.sort(key=lambda c: (d.block_h // c.block_h, d.block_n // c.block_n, d.num_stages - c.num_stages,
@@ -453,9 +482,11 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
     storage = open_storage(storage, gpu)
     jobs = [(spec.key, b) for spec, buckets in specs for b in buckets]
     constraint = CompileConstraint(settings.max_spill, jobs=settings.parallel)
-    for key, b in jobs:  # before any worker starts: enqueue defaults, clear stale trials
+    held = load_tables(gpu)  # the tables this software trusts now: their configs are seeds
+    for key, b in jobs:  # before any worker starts: enqueue defaults and seeds, clear stale trials
         spec = KernelSpec.from_key(key)
-        prepare_study(spec, b, storage, gpu, settings)
+        entry = held.get(key, {}).get(b)
+        prepare_study(spec, b, storage, gpu, settings, incumbent=entry.config if entry else None)
         if settings.sampler == "grid":  # every worker then finds the reports in the cache file
             constraint.precompile(spec, all_configs(search_space(spec)), jobs=os.cpu_count() or 1)
     constraint.close()  # its compile processes are idle from here; reopened on demand

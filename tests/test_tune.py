@@ -21,7 +21,7 @@ from sparsemla.gen.search_space import CompileConstraint, all_configs, search_sp
 from sparsemla.gen.spec import ARCHS, Config, KernelSpec, default_config  # noqa: E402
 from sparsemla.gen.suite import suite_specs  # noqa: E402
 from sparsemla.gen.tune import (TuneSettings, best_trial, measured_trials, prepare_study,  # noqa: E402
-                                run_study, static_entries, study_entry)
+                                run_study, static_entries, study_entry, trial_config)
 from sparsemla.gen.tuned_table import (BUCKETS, TunedEntry, bucket_for, gpu_dirname, load_table,  # noqa: E402
                                        software_provenance, write_table)
 from sparsemla.runtime import dispatch  # noqa: E402
@@ -73,6 +73,11 @@ def test_search_space_per_arch():
             for T in (1, 64, 4096):
                 d = default_config(spec, T).to_dict()
                 assert all(d[k] in sp[k] for k in sp), (arch, H, T)
+            # p_exchange splits a 64-head tile across 2 warp groups: searched only where one exists
+            assert sp.get("p_exchange") == ([False, True] if H > 32 else None), (arch, H)
+    assert "only adds traffic" in static_reason(KernelSpec(num_heads=128), Config(32, 64, 1, 8, 2, p_exchange=True))
+    assert "only adds traffic" in static_reason(KernelSpec(num_heads=128), Config(64, 64, 1, 4, 2, p_exchange=True))
+    assert static_reason(KernelSpec(num_heads=128), Config(64, 64, 1, 8, 2, p_exchange=True)) == ""
     narrow = search_space(KernelSpec(kv_format="auto", d_qk=128, d_v=128, num_heads=128))
     assert narrow["block_h"] == [16, 32, 64, 128]
     small = search_space(KernelSpec(arch="sm90", num_heads=16, topk=64))
@@ -181,6 +186,29 @@ def test_split_neighbours_are_measured_after_the_default(tmp_path):
     # a resumed study is not seeded twice
     again = run(trials=8, storage=journal)
     assert sum(bool(t.user_attrs.get("seed")) for t in again.trials) == 3
+
+
+def test_the_incumbent_and_its_twins_are_measured_after_the_default():
+    from sparsemla.gen.tune import incumbent_seeds, split_seeds
+    spec = KernelSpec(arch="sm90", num_heads=128)
+    space = search_space(spec)
+    inc = Config(64, 64, 1, 8, 2)
+    assert incumbent_seeds(spec, space, inc) == [inc, Config(64, 64, 1, 8, 2, True), Config(64, 64, 1, 8, 2, False, True)]
+    assert incumbent_seeds(spec, space, None) == []
+    # a twin the space or the static rule excludes is left out (p_exchange with 4 warps)
+    assert incumbent_seeds(spec, space, Config(64, 64, 1, 4, 2)) == [Config(64, 64, 1, 4, 2), Config(64, 64, 1, 4, 2, True)]
+    assert incumbent_seeds(SPEC, search_space(SPEC), Config(16, 64, 8, 8, 3, p_exchange=True)) == []  # not in sm120 H16's space
+    # in a study: default, incumbent, its twins (minus any equal to the default), split seeds
+    inc = Config(16, 64, 8, 8, 1)
+    study = prepare_study(SPEC, 4, optuna.storages.InMemoryStorage(), "cpu", TuneSettings(10), incumbent=inc)
+    d = default_config(SPEC, 4)
+    queued = [Config(**{k: v for k, v in t.system_attrs["fixed_params"].items()}) for t in study.trials]
+    assert queued == [d, inc, Config(16, 64, 8, 8, 1, True)] + split_seeds(SPEC, 4, search_space(SPEC))
+    # and run: the seeds are measured first; the incumbent (the landscape's optimum) wins
+    study = run_study(SPEC, 4, fake_measure, storage=study._storage, settings=TuneSettings(8), constraint=constraint(),
+                      out=None)
+    assert [trial_config(t) for t in study.trials[:6]] == queued
+    assert trial_config(best_trial(study)).block_n == 64 and best_trial(study).value == fake_time(inc)
 
 
 def test_finalists_are_remeasured_and_ranked_by_median():
