@@ -28,7 +28,7 @@ def main():
     dev = torch.device("cuda")
     configs = [tuple(int(x) for x in c.split(",")) for c in args.configs.split("/")]
     results = []
-    caches = {}
+    caches, reports = {}, {}
     for row in args.rows.split(","):
         fname, T, H = row.split(":")
         T, H = int(T), int(H)
@@ -57,15 +57,17 @@ def main():
                 call = lambda: sparsemla.sparse_mla(q, cache, idx, sm_scale=fmt.d_qk ** -0.5,
                                                     kv_format=fmt.kv_format, out=out, backend="triton",
                                                     config=cfg, **kw)
+                from sparsemla.runtime import triton_backend
+                triton_backend.last_compiled = None  # set again only when this call compiles
                 call()
                 torch.cuda.synchronize()
                 r["err"] = rel_err(out[:n], ref)
                 r["us"] = do_bench(call, warmup=5, rep=30, return_mode="median") * 1e3
                 r["roofline"] = floor / r["us"]
-                from sparsemla.runtime import triton_backend
                 c = triton_backend.last_compiled
                 if c is not None:
-                    r["regs"], r["spills"], r["smem"] = c.n_regs, c.n_spills, c.metadata.shared
+                    reports[(row, cfg)] = dict(regs=c.n_regs, spills=c.n_spills, smem=c.metadata.shared)
+                r.update(reports.get((row, cfg), {}))  # a config met before (s0 = s1) was not compiled again
             except Exception as e:
                 r["error"] = f"{type(e).__name__}: {str(e)[:200]}"
             results.append(r)
