@@ -23,6 +23,7 @@ def main():
 
     import sparsemla
     from sparsemla.bench import FORMATS, SLOTS, TOPK, make_cache, rel_err, roofline_us
+    from sparsemla.gen.search_space import compiled_variant
     from sparsemla.gen.spec import Config, KernelSpec, config_label, default_config
 
     dev = torch.device("cuda")
@@ -66,8 +67,8 @@ def main():
                 r["roofline"] = floor / r["us"]
                 c = triton_backend.last_compiled
                 if c is not None:
-                    reports[(row, cfg)] = dict(regs=c.n_regs, spills=c.n_spills, smem=c.metadata.shared)
-                r.update(reports.get((row, cfg), {}))  # a config met before (s0 = s1) was not compiled again
+                    reports[(spec.key, compiled_variant(cfg))] = dict(regs=c.n_regs, spills=c.n_spills, smem=c.metadata.shared)
+                r.update(reports.get((spec.key, compiled_variant(cfg)), {}))  # met before: not compiled again
             except Exception as e:
                 r["error"] = f"{type(e).__name__}: {str(e)[:200]}"
             results.append(r)
