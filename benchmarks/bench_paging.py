@@ -197,6 +197,7 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
                of_best_copy=best["us"] / t["us"])
     if target:
         row.update(target=f">= {SPLIT_TARGET:g} of copy_", meets_target=copy["us"] / t["us"] >= SPLIT_TARGET)
+    print(f"  {kernel} | {shape} | {t['us']:.2f} us | {row['of_copy']:.2f} of copy_", flush=True)  # a cut run keeps these
     return row
 
 
@@ -223,6 +224,7 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -
         if label == "mark":
             second()  # clears the marks the mark-only replays left, and lists the pages again
         out.append(dict(kernel=f"page_split touched: {label}", shape=f"{what}, ids 256x2048", **t, config=str(cfg)))
+        print(f"  page_split touched: {label} | {what} | {t['us']:.2f} us | {cfg}", flush=True)
     return out
 
 

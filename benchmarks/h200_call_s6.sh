@@ -7,7 +7,7 @@ export PYTHONUNBUFFERED=1
 start=$(date +%s)
 COMPARE_LIMIT=${COMPARE_LIMIT:-130} bash benchmarks/h200_compare.sh
 timeout ${PAGING_LIMIT:-140} python3 benchmarks/bench_paging.py --out "$OUT" 2>&1 | grep -v Warn > "$OUT/paging.log"
-echo "== paging rc=$?"; grep "touched" "$OUT/paging.log" | cut -c1-150
+echo "== paging rc=$?"; grep "touched" "$OUT/paging.log" | grep -v "^  " | cut -c1-150
 left=$(( ${END:-540} - ($(date +%s) - start) ))
 echo "== $left s left for the re-tune"
 FORMATS=${FORMATS:-fp8,fp8_ds_mla,model1,bf16} TRIALS=${TRIALS:-6} PARALLEL=8 LIMIT=$left \
