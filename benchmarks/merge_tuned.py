@@ -1,0 +1,55 @@
+"""Merge a device run's tuned table into the shipped one, entry by entry.
+
+  python benchmarks/merge_tuned.py RUN.json tuned/NVIDIA_H200/sparse_mla.json [--note TEXT]
+
+``write_table`` cannot do this here: it drops every entry of a file whose provenance is not this
+machine's software (the device runs Triton 3.6, this machine may not). This script checks that
+both files name the same GPU folder, template hash and Triton major.minor, replaces the
+shipped entries the run holds (after validating them with the runtime's parser), appends
+``--note`` to the provenance's template_note, writes atomically and prints old -> new per entry.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from sparsemla.gen.render import atomic_write
+from sparsemla.gen.spec import config_label
+from sparsemla.gen.tuned_table import parse_table
+
+
+def _minor(v) -> str:
+    return ".".join(str(v).split(".")[:2])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run")
+    ap.add_argument("shipped")
+    ap.add_argument("--note", default="", help="appended to provenance.template_note")
+    args = ap.parse_args()
+    run, shipped = (json.load(open(p)) for p in (args.run, args.shipped))
+    parse_table(run)  # raises ValueError naming the first bad entry
+    a, b = run["provenance"], shipped["provenance"]
+    for what, x, y in (("gpu", run["gpu"], shipped["gpu"]),
+                       ("template_hash", a.get("template_hash"), b.get("template_hash")),
+                       ("triton", _minor(a.get("triton")), _minor(b.get("triton")))):
+        if x != y:
+            print(f"{args.run}: {what} {x!r} != {y!r} in {args.shipped}: not merged", file=sys.stderr)
+            return 2
+    for key, buckets in sorted(run["entries"].items()):
+        for bucket, e in sorted(buckets.items(), key=lambda kv: int(kv[0])):
+            old = shipped["entries"].setdefault(key, {}).get(bucket)
+            was = f"{config_label(old['config'])} {old.get('time_us') or 0:.1f} us" if old else "-"
+            print(f"{key} T={bucket}: {was} -> {config_label(e['config'])} {e.get('time_us') or 0:.1f} us")
+            shipped["entries"][key][bucket] = e
+    if args.note:
+        b["template_note"] = (b.get("template_note", "") + "; " + args.note).lstrip("; ")
+    parse_table(shipped)
+    atomic_write(args.shipped, json.dumps(shipped, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
