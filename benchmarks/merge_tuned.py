@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from sparsemla.gen.render import atomic_write
 from sparsemla.gen.spec import config_label
@@ -47,7 +48,7 @@ def main() -> int:
     if args.note:
         b["template_note"] = (b.get("template_note", "") + "; " + args.note).lstrip("; ")
     parse_table(shipped)
-    atomic_write(args.shipped, json.dumps(shipped, indent=1) + "\n")
+    atomic_write(Path(args.shipped), json.dumps(shipped, indent=1) + "\n")
     return 0
 
 
