@@ -65,10 +65,10 @@ def main():
                 r["err"] = rel_err(out[:n], ref)
                 r["us"] = do_bench(call, warmup=5, rep=30, return_mode="median") * 1e3
                 r["roofline"] = floor / r["us"]
-                c = triton_backend.last_compiled
+                c, variant = triton_backend.last_compiled, (spec.key, compiled_variant(cfg))
                 if c is not None:
-                    reports[(spec.key, compiled_variant(cfg))] = dict(regs=c.n_regs, spills=c.n_spills, smem=c.metadata.shared)
-                r.update(reports.get((spec.key, compiled_variant(cfg)), {}))  # met before: not compiled again
+                    reports[variant] = dict(regs=c.n_regs, spills=c.n_spills, smem=c.metadata.shared)
+                r.update(reports.get(variant, {}))  # a variant met before is not compiled again
             except Exception as e:
                 r["error"] = f"{type(e).__name__}: {str(e)[:200]}"
             results.append(r)

@@ -41,8 +41,8 @@ from .render import cache_dir, template_hash
 from .search_space import PARAMS, CompileConstraint, all_configs, search_space, space_size, static_reason
 from .spec import ARCHS, Config, KernelSpec, config_label, default_config
 from .suite import SUITE_FORMATS, suite_specs
-from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, load_tables, package_dir,
-                          software_provenance, today, user_dir, write_table)
+from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, load_tables,
+                          package_dir, software_provenance, today, user_dir, write_table)
 
 __all__ = ["BUCKETS", "bucket_for", "Measurement", "TuneSettings", "run_study", "best_trial",
            "study_entry", "static_entries", "tune_main"]
