@@ -195,6 +195,11 @@ class _PageList:
         self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
         self.count = torch.zeros(1, dtype=torch.int32, device=device)
+        # claim_copy's: the epoch of the call that last claimed each page, the owner tokens, and
+        # [epoch of the next call, programs finished]
+        self.page_epoch = torch.zeros(capacity, dtype=torch.int32, device=device)
+        self.owner = torch.zeros(capacity, dtype=torch.int32, device=device)
+        self.epoch = torch.tensor([1, 0], dtype=torch.int32, device=device)
 
 
 def _page_list(device, num_pages: int, copies: int) -> _PageList:
@@ -294,9 +299,14 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
 
 def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     """page_split's three launches for touched pages, in order: mark, compact (or with
-    mark_claim: zero the count, claim), copy (separate so a benchmark can time each)."""
+    mark_claim: zero the count, claim), copy (separate so a benchmark can time each); with
+    claim_copy the one launch of page_claim_copy_kernel."""
     dev = src64.device
     state = _page_list(dev, N, cfg.mark_copies)
+    if cfg.claim_copy:  # one kernel
+        return (lambda: mod.page_claim_copy_kernel[(-(-tok.numel() // MARK_BLOCK),)](
+            tok, tok.numel(), state.page_epoch, state.owner, state.epoch, N, state.capacity, src64, dst64,
+            BLOCK=MARK_BLOCK, num_warps=cfg.num_warps),)
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
     copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
     copy = (lambda: copy_kernel[(grid,)](src64, dst64, state.pages, state.count, N, state.claims,
