@@ -4,12 +4,9 @@
 # benchmarks/results/tune_run2/, then benchmark the re-tuned rows through the new table.
 # $OUT is packed into one archive.
 set -u
-export PYTHONUNBUFFERED=1
-tune() {  # FORMAT TRIALS LIMIT TUNE_ARGS (each h200_tune.sh run resumes where the last one stopped)
-  FORMATS=$1 TRIALS=$2 PARALLEL=8 LIMIT=$3 TUNE_ARGS="$4" bash benchmarks/h200_tune.sh
-}
-tune fp8 22 75 "--heads 128 --tokens 128"
-tune model1 8 120 "--heads 128 --tokens 256,4096"
+export PYTHONUNBUFFERED=1 PARALLEL=8  # each h200_tune.sh run resumes where the last one stopped
+bash benchmarks/h200_tune.sh fp8 22 75 "--heads 128 --tokens 128"
+bash benchmarks/h200_tune.sh model1 8 120 "--heads 128 --tokens 256,4096"
 export SPARSEMLA_TUNED_DIR="$OUT/tuned"
 bench() {  # NAME ARGS...
   local name=$1; shift

@@ -6,6 +6,5 @@
 # split seeds. FP8 formats first: their rows gained most. $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
-FORMATS=${FORMATS:-fp8,fp8_ds_mla,model1,bf16} TRIALS=${TRIALS:-6} PARALLEL=8 LIMIT=${LIMIT:-470} \
-  TUNE_ARGS="--heads 64,128" bash benchmarks/h200_tune.sh
+PARALLEL=8 bash benchmarks/h200_tune.sh ${FORMATS:-fp8,fp8_ds_mla,model1,bf16} ${TRIALS:-6} ${LIMIT:-470} "--heads 64,128"
 tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"

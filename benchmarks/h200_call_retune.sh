@@ -3,15 +3,12 @@
 # default's split-count neighbours as seeds), resuming benchmarks/results/tune_run2/, then the
 # suite benchmark of both formats through the new table. $OUT is packed into one archive.
 set -u
-export PYTHONUNBUFFERED=1
-tune() {  # FORMAT TRIALS LIMIT TUNE_ARGS (each h200_tune.sh run resumes where the last one stopped)
-  FORMATS=$1 TRIALS=$2 PARALLEL=8 LIMIT=$3 TUNE_ARGS="$4" bash benchmarks/h200_tune.sh
-}
-tune fp8_nope 22 110 "--heads 32,64,128 --tokens 16"
-tune fp8 24 60 "--heads 128 --tokens 16,64"
-tune fp8_nope 22 70 "--heads 128 --tokens 64,128"
-tune fp8_nope 22 40 "--heads 64 --tokens 256"
-tune fp8 28 35 "--heads 64 --tokens 128"
+export PYTHONUNBUFFERED=1 PARALLEL=8  # each h200_tune.sh run resumes where the last one stopped
+bash benchmarks/h200_tune.sh fp8_nope 22 110 "--heads 32,64,128 --tokens 16"
+bash benchmarks/h200_tune.sh fp8 24 60 "--heads 128 --tokens 16,64"
+bash benchmarks/h200_tune.sh fp8_nope 22 70 "--heads 128 --tokens 64,128"
+bash benchmarks/h200_tune.sh fp8_nope 22 40 "--heads 64 --tokens 256"
+bash benchmarks/h200_tune.sh fp8 28 35 "--heads 64 --tokens 128"
 export SPARSEMLA_TUNED_DIR="$OUT/tuned"
 for f in fp8 fp8_nope; do
   timeout ${BENCH_LIMIT:-85} python3 -m sparsemla.cli bench --formats $f --out "$OUT/bench_$f" 2>&1 \

@@ -10,6 +10,5 @@ timeout ${PAGING_LIMIT:-140} python3 benchmarks/bench_paging.py --out "$OUT" 2>&
 echo "== paging rc=$?"; grep "touched" "$OUT/paging.log" | grep -v "^  " | cut -c1-150
 left=$(( ${END:-540} - ($(date +%s) - start) ))
 echo "== $left s left for the re-tune"
-FORMATS=${FORMATS:-fp8,fp8_ds_mla,model1,bf16} TRIALS=${TRIALS:-6} PARALLEL=8 LIMIT=$left \
-  TUNE_ARGS="--heads 64,128" bash benchmarks/h200_tune.sh
+PARALLEL=8 bash benchmarks/h200_tune.sh ${FORMATS:-fp8,fp8_ds_mla,model1,bf16} ${TRIALS:-6} $left "--heads 64,128"
 tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"

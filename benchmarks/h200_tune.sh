@@ -3,8 +3,10 @@
 # resuming from benchmarks/results/tune_run2/ (journal and partial table) when present, and
 # leaving its journal and table there, so the next run in the same call carries on.
 #   FORMATS=bf16,fp8 LIMIT=500 bash benchmarks/h200_tune.sh
+#   bash benchmarks/h200_tune.sh FORMATS TRIALS LIMIT "TUNE_ARGS"   (the same, as arguments)
 # (after: source .whl/prelude.sh && python3 -m pip install .). Results go to $OUT.
 set -u
+FORMATS=${1:-$FORMATS} TRIALS=${2:-${TRIALS:-8}} LIMIT=${3:-${LIMIT:-500}} TUNE_ARGS=${4:-${TUNE_ARGS:-}}
 export PYTHONUNBUFFERED=1 SPARSEMLA_TUNED_DIR="$OUT/tuned"
 RUN=benchmarks/results/tune_run2
 mkdir -p "$OUT/tuned/NVIDIA_H200"
