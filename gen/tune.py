@@ -154,10 +154,15 @@ def trial_time(t, confirmations: dict) -> float:
     return statistics.median([t.value, *again])
 
 
+def _correct_trials(study) -> list:
+    """Trials that measured a time (a wrong, crashed or rejected config has none)."""
+    return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if t.value is not None and math.isfinite(t.value)]
+
+
 def best_trial(study):
     """The fastest correct trial (by ``trial_time``), or None."""
-    ok = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-          if t.value is not None and math.isfinite(t.value)]
+    ok = _correct_trials(study)
     conf = _confirmations(study)
     ok = [t for t in ok if math.isfinite(trial_time(t, conf))]
     return min(ok, key=lambda t: (trial_time(t, conf), t.number)) if ok else None
@@ -173,8 +178,7 @@ def confirm_finalists(study, spec: KernelSpec, bucket: int, measure: Callable, t
     The winner is then the best median."""
     if top <= 0 or repeats <= 0:
         return
-    ok = sorted((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                 if t.value is not None and math.isfinite(t.value) and "duplicate_of" not in t.user_attrs),
+    ok = sorted((t for t in _correct_trials(study) if "duplicate_of" not in t.user_attrs),
                 key=lambda t: (t.value, t.number))
     conf = _confirmations(study)
     todo = [t for t in ok[:top] if t.number not in conf]

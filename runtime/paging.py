@@ -185,9 +185,10 @@ class _PageList:
     pages (the list of distinct touched source pages) and count (its length). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
-    claims and lists, the copy clears the claims), all on the device, so a call replays from a
-    CUDA graph (make one call before capturing, so the buffers are allocated outside the graph). Calls on one
-    device share it: run them on one stream."""
+    claims and lists, the copy clears the claims; claim_copy keeps call epochs instead, see the
+    template), all on the device, so a call replays from a CUDA graph (make one call before
+    capturing, so the buffers are allocated outside the graph). Calls on one device share it:
+    run them on one stream."""
 
     def __init__(self, device, capacity: int, copies: int):
         self.capacity, self.copies = capacity, copies
@@ -233,7 +234,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
     ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_claim``, ``mark_dedup``,
-    ``mark_copies`` and ``mark_check``. With touched_indices the kernels keep state on the device
+    ``mark_copies``, ``mark_check`` and ``claim_copy`` (see ``PagingConfig``). With touched_indices the kernels keep state on the device
     (see ``_PageList``): make one call before capturing a CUDA graph, and keep the calls of one
     device on one stream.
     """
@@ -303,8 +304,9 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     claim_copy the one launch of page_claim_copy_kernel."""
     dev = src64.device
     state = _page_list(dev, N, cfg.mark_copies)
+    id_grid = (-(-tok.numel() // MARK_BLOCK),)  # one program per MARK_BLOCK token ids
     if cfg.claim_copy:  # one kernel
-        return (lambda: mod.page_claim_copy_kernel[(-(-tok.numel() // MARK_BLOCK),)](
+        return (lambda: mod.page_claim_copy_kernel[id_grid](
             tok, tok.numel(), state.page_epoch, state.owner, state.epoch, N, state.capacity, src64, dst64,
             BLOCK=MARK_BLOCK, num_warps=cfg.num_warps),)
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
@@ -313,10 +315,10 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
                                           CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps))
     if cfg.mark_claim:
         return (state.count.zero_,
-                lambda: mod.page_claim_kernel[(-(-tok.numel() // MARK_BLOCK),)](
+                lambda: mod.page_claim_kernel[id_grid](
                     tok, tok.numel(), state.claims, N, state.pages, state.count, BLOCK=MARK_BLOCK, num_warps=4),
                 copy)
-    return (lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
+    return (lambda: mod.page_mark_kernel[id_grid](
                 tok, tok.numel(), state.marks, N, state.count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
                 COPIES=cfg.mark_copies, CHECK=bool(cfg.mark_check), num_warps=4),
             lambda: mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](
