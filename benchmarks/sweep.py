@@ -16,7 +16,10 @@ import torch
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", required=True, help="format:T:H,...")
-    ap.add_argument("--configs", required=True, help="h,n,s,w,st[,pf[,px]]/... (pf 1: index_prefetch, px 1: p_exchange)")
+    ap.add_argument("--configs", required=True, help="h,n,s,w,st[,pf[,px[,l2]]]/... (pf 1: index_prefetch, px 1: p_exchange, l2: l2_prefetch tiles)")
+    ap.add_argument("--pool", type=int, default=None,
+                    help="draw the indices from the first POOL slots only (an L2-resident working set: "
+                         "how fast the kernel runs when the gather never waits on HBM)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from triton.testing import do_bench
@@ -40,7 +43,7 @@ def main():
             caches[fname] = make_cache(fmt, dev)
         cache, kw = caches[fname]
         q = torch.randn(T, H, fmt.d_qk, device=dev, dtype=torch.bfloat16)
-        idx = torch.randint(0, SLOTS, (T, TOPK), device=dev, dtype=torch.int32)
+        idx = torch.randint(0, args.pool or SLOTS, (T, TOPK), device=dev, dtype=torch.int32)
         out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
         spec = KernelSpec(kv_format=fmt.kv_format, d_qk=fmt.d_qk, num_heads=H, topk=TOPK,
                           page_size=fmt.page_size or 1)
@@ -51,8 +54,8 @@ def main():
         for h, nb, s, w, st, *flags in configs:
             if s == 0:
                 s = default_config(spec, T).num_splits
-            pf, px = (bool(f) for f in (list(flags) + [0, 0])[:2])
-            cfg = Config(min(h, max(16, 1 << (H - 1).bit_length())), nb, s, w, st, pf, px)
+            pf, px, l2 = (list(flags) + [0, 0, 0])[:3]
+            cfg = Config(min(h, max(16, 1 << (H - 1).bit_length())), nb, s, w, st, bool(pf), bool(px), l2)
             r = dict(row=row, config=cfg.to_dict())
             try:
                 call = lambda: sparsemla.sparse_mla(q, cache, idx, sm_scale=fmt.d_qk ** -0.5,
@@ -78,7 +81,7 @@ def main():
                   flush=True)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "sweep.json"), "w") as f:
+        with open(os.path.join(args.out, f"sweep{'_pool%d' % args.pool if args.pool else ''}.json"), "w") as f:
             json.dump(results, f, indent=1)
 
 

@@ -122,6 +122,7 @@ def compile_for_arch(spec: KernelSpec, config: Config, arch: str | None = None,
         fn = getattr(load_compilable_module(spec), kernel)
         constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n,
                       "INDEX_PREFETCH": config.index_prefetch, "P_EXCHANGE": config.p_exchange,
+                      "L2_PREFETCH": config.l2_prefetch,
                       "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
         constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
         sig, attrs = _signature(fn, spec, constexprs)

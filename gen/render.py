@@ -22,7 +22,7 @@ from pathlib import Path
 import jinja2
 
 from .layout import M1_SCALE_ROW_BYTES, FormatLayout
-from .spec import KernelSpec
+from .spec import KernelSpec, next_pow2
 
 log = logging.getLogger("sparsemla")
 _TL_DTYPES = {"bf16": "tl.bfloat16", "fp16": "tl.float16", "fp32": "tl.float32"}
@@ -63,6 +63,7 @@ class CacheDesc:
     layout: FormatLayout
     page_size: int
     topk: int
+    elem_bytes: int  # bytes of one element of the first view (its row offsets count these)
 
     @property
     def P(self) -> str:
@@ -80,11 +81,24 @@ class CacheDesc:
     def scale_row_bytes(self) -> int:
         return M1_SCALE_ROW_BYTES
 
+    @property
+    def prefetch_bytes(self) -> int:
+        """Bytes of a token's row that the kernel reads (its footer scale row aside)."""
+        return self.row_bytes if self.layout.packed else self.layout.d_qk * self.elem_bytes
+
+    @property
+    def prefetch_lines(self) -> int:
+        """Line offsets per row for the L2 prefetch: k * 128 B, the last clamped to the row's
+        last byte, so a row is covered wherever it starts (cdiv(bytes, 128) + 1, a power of two)."""
+        return next_pow2(-(-self.prefetch_bytes // 128) + 1)
+
 
 def cache_descs(spec: KernelSpec) -> list[CacheDesc]:
-    out = [CacheDesc("main", "", spec.layout, spec.page_size, spec.topk)]
+    # An auto cache holds q's dtype; the other formats' first view is bytes.
+    elem_bytes = {"bf16": 2, "fp16": 2, "fp32": 4}[spec.q_dtype] if spec.kv_format == "auto" else 1
+    out = [CacheDesc("main", "", spec.layout, spec.page_size, spec.topk, elem_bytes)]
     if spec.extra_topk:
-        out.append(CacheDesc("extra", "x_", spec.layout, spec.extra_page_size, spec.extra_topk))
+        out.append(CacheDesc("extra", "x_", spec.layout, spec.extra_page_size, spec.extra_topk, elem_bytes))
     return out
 
 

@@ -101,7 +101,8 @@ def compiled_variant(config: Config) -> Config:
 def _key(spec: KernelSpec, config: Config, arch: str) -> str:
     c = compiled_variant(config)
     return (f"{arch}|{spec.key}|{c.block_h},{c.block_n},{c.num_splits},{c.num_warps},{c.num_stages}"
-            + (",pf" if c.index_prefetch else "") + (",px" if c.p_exchange else ""))
+            + (",pf" if c.index_prefetch else "") + (",px" if c.p_exchange else "")
+            + (f",l2p{c.l2_prefetch}" if c.l2_prefetch else ""))
 
 
 def compile_cache_path() -> Path:

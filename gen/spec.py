@@ -164,6 +164,8 @@ class Config:
     # Pass P through a scratch so 2 warp groups split S (see the template); the scratch takes
     # 2 x (BLOCK_H x BLOCK_N x 2 B + BLOCK_H x 4 B) per program and cache (17 KB at h64 n64).
     p_exchange: bool = False
+    # Prefetch the gathered rows into L2 this many tiles ahead of their gather (0: off).
+    l2_prefetch: int = 0
 
     def check(self, spec: KernelSpec) -> "Config":
         """Raise ValueError if this config cannot run ``spec`` on its arch."""
@@ -185,6 +187,8 @@ class Config:
         for flag in ("index_prefetch", "p_exchange"):
             if not isinstance(getattr(self, flag), bool):
                 bad(flag, "True or False")
+        if self.l2_prefetch not in (0, 1, 2, 4, 8):
+            bad("l2_prefetch", "one of 0 (off), 1, 2, 4, 8 tiles ahead")
         return self
 
     def to_dict(self) -> dict:
@@ -201,11 +205,13 @@ class Config:
 
 def config_label(c) -> str:
     """A Config (or its dict, possibly partial) as people read it in logs and tables:
-    "h64 n64 s2 w8 st2", with " pf" when index_prefetch is on."""
+    "h64 n64 s2 w8 st2", with " pf" when index_prefetch is on, " px" for p_exchange and
+    " l2p2" for l2_prefetch=2."""
     d = c.to_dict() if isinstance(c, Config) else c
     return (f"h{d.get('block_h')} n{d.get('block_n')} s{d.get('num_splits')} w{d.get('num_warps')} "
             f"st{d.get('num_stages')}" + (" pf" if d.get("index_prefetch") else "")
-            + (" px" if d.get("p_exchange") else ""))
+            + (" px" if d.get("p_exchange") else "")
+            + (f" l2p{d['l2_prefetch']}" if d.get("l2_prefetch") else ""))
 
 
 def next_pow2(x: int) -> int:

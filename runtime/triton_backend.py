@@ -202,7 +202,8 @@ class TritonLaunch:
         fwd.fixed(H, S, *flags)
         self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
                            dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
-                                INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange),
+                                INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange,
+                                L2_PREFETCH=config.l2_prefetch),
                            dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if S > 1:
             self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink)

@@ -34,10 +34,10 @@ def _check(out, lse, ref_out, ref_lse, dtype, empty_rows=()):
 
 
 @pytest.mark.parametrize("case", list(FORMAT_CASES))
-@pytest.mark.parametrize("dtype,splits,prefetch,exchange", [(torch.float16, 1, False, False),
-                                                             (torch.float32, 3, False, True),
-                                                             (torch.float16, 2, True, True)])
-def test_formats_against_reference(case, dtype, splits, prefetch, exchange):
+@pytest.mark.parametrize("dtype,splits,prefetch,exchange,l2", [(torch.float16, 1, False, False, 2),
+                                                                (torch.float32, 3, False, True, 0),
+                                                                (torch.float16, 2, True, True, 1)])
+def test_formats_against_reference(case, dtype, splits, prefetch, exchange, l2):
     kv_format, d_qk, page_size = FORMAT_CASES[case]
     gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
     T, H, topk, slots = 4, 16, 48, 256
@@ -55,7 +55,7 @@ def test_formats_against_reference(case, dtype, splits, prefetch, exchange):
     out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=scale, kv_format=kv_format, topk_length=topk_length,
                                     return_lse=True, backend="triton",
                                     config=Config(16, 16, splits, 4, 1, index_prefetch=prefetch,
-                                                  p_exchange=exchange), **kw)
+                                                  p_exchange=exchange, l2_prefetch=l2), **kw)
     ref_out, ref_lse = reference64(q, deq, idx, scale, 512, topk_length=topk_length)
     assert out.dtype == dtype and out.shape == (T, H, 512)
     _check(out, lse, ref_out, ref_lse, dtype, empty_rows=(2, 3))
@@ -101,10 +101,10 @@ def test_extra_cache(kv_format, d_qk, page, x_page):
         kw["extra_page_size"] = x_page
     if "kv_scale" in xkw:  # each fp8 cache has its own per-tensor scale
         kw["extra_kv_scale"] = xkw["kv_scale"]
-    for splits, prefetch, exchange in ((1, False, False), (2, False, True), (2, True, False)):
+    for splits, prefetch, exchange, l2 in ((1, False, False, 2), (2, False, True, 0), (2, True, False, 1)):
         out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, kv_format=kv_format, extra_kv_cache=xcache,
                                         extra_indices=xidx, extra_topk_length=xlen, return_lse=True,
-                                        backend="triton", config=Config(16, 16, splits, 4, 1, prefetch, exchange),
+                                        backend="triton", config=Config(16, 16, splits, 4, 1, prefetch, exchange, l2),
                                         **kw)
         ref_out, ref_lse = reference64(q, deq, idx, 0.04, 512, x_deq=xdeq, x_indices=xidx, x_topk_length=xlen)
         _check(out, lse, ref_out, ref_lse, torch.float16)
