@@ -27,7 +27,9 @@ from .spec import ARCHS, Config, KernelSpec, default_config, next_pow2
 log = logging.getLogger("sparsemla")
 # Config fields the tuner may search; a space holds those that can matter for its spec, and a
 # field left out takes its Config default.
-PARAMS = ("block_h", "block_n", "num_splits", "num_warps", "num_stages", "index_prefetch", "p_exchange")
+PARAMS = ("block_h", "block_n", "num_splits", "num_warps", "num_stages", "index_prefetch", "p_exchange",
+          "l2_prefetch")
+ON_OFF = ("index_prefetch", "p_exchange", "l2_prefetch")  # two-valued fields: a feature off or on
 
 
 def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[int]]:
@@ -43,7 +45,8 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     p_exchange is searched only where a 64-head tile with 8 warps is (it splits that tile's
     scores across the 2 warp groups; H200, session 6: 5-12% faster with split-K and for the
     FP8 formats at 1 split, 2-6% slower for bf16 at 1 split), so the spaces of H <= 32 stay
-    as they were. The arch's default config is always inside the space.
+    as they were. l2_prefetch is off or 2 tiles ahead (H200, session 7: 2 beat 1 and 4 in every
+    row measured; 1 was often slower than off). The arch's default config is always inside the space.
     """
     a = ARCHS[arch or spec.arch]
     total = spec.topk + spec.extra_topk
@@ -55,6 +58,7 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
         "num_warps": list(a.warps),
         "num_stages": list(range(1, a.max_stages + 1)),
         "index_prefetch": [False, True],
+        "l2_prefetch": [0, 2],
     }
     if 64 in space["block_h"] and 8 in space["num_warps"]:
         space["p_exchange"] = [False, True]

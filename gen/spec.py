@@ -246,4 +246,8 @@ def default_config(spec: KernelSpec, num_tokens: int, num_sms: int | None = None
     block_n = 32 if small_smem else 64
     num_stages = 2
     num_warps = 8 if block_h >= 64 or (small_smem and block_h == 32) else 4
-    return Config(block_h, block_n, splits, num_warps, num_stages).check(spec)
+    # H200, session 7 (results/session7/sweep_l2.log): prefetching the rows 2 tiles ahead into
+    # L2 is 7-12% faster with 64 heads in every format and up to 17% with 16 heads in FP8, about
+    # even with 16 heads in bf16. Not measured on sm120/sm121: off there.
+    l2_prefetch = 2 if spec.arch == "sm90" else 0
+    return Config(block_h, block_n, splits, num_warps, num_stages, l2_prefetch=l2_prefetch).check(spec)

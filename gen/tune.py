@@ -38,7 +38,7 @@ from optuna.trial import TrialState
 
 from .gpu_measure import Measurement, failed
 from .render import cache_dir, template_hash
-from .search_space import PARAMS, CompileConstraint, all_configs, search_space, space_size, static_reason
+from .search_space import ON_OFF, PARAMS, CompileConstraint, all_configs, search_space, space_size, static_reason
 from .spec import ARCHS, Config, KernelSpec, config_label, default_config
 from .suite import SUITE_FORMATS, suite_specs
 from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, load_tables,
@@ -311,12 +311,16 @@ def in_space(config: Config, space: dict) -> bool:
 
 def incumbent_seeds(spec: KernelSpec, space: dict, incumbent: Config | None) -> list[Config]:
     """The config the table already holds for this bucket and its twins with one on/off field
-    flipped, measured right after the default. A re-tune after a template change or a new
-    searched field (p_exchange) then starts from what won before instead of from scratch."""
+    flipped (newest field first), measured right after the default. A re-tune after a template
+    change or a new searched field (p_exchange, l2_prefetch) then starts from what won before
+    instead of from scratch."""
     if incumbent is None:
         return []
-    cands = [incumbent] + [replace(incumbent, **{p: not getattr(incumbent, p)})
-                           for p in PARAMS if p in space and isinstance(getattr(incumbent, p), bool)]
+    cands = [incumbent]
+    for p in reversed(ON_OFF):
+        others = [v for v in space.get(p, ()) if v != getattr(incumbent, p)]
+        if len(space.get(p, ())) == 2 and others:
+            cands.append(replace(incumbent, **{p: others[0]}))
     return [c for c in cands if in_space(c, space) and not static_reason(spec, c)]
 
 

@@ -193,12 +193,16 @@ def test_the_incumbent_and_its_twins_are_measured_after_the_default():
     spec = KernelSpec(arch="sm90", num_heads=128)
     space = search_space(spec)
     inc = Config(64, 64, 1, 8, 2)
-    assert incumbent_seeds(spec, space, inc) == [inc, Config(64, 64, 1, 8, 2, True),
-                                                 Config(64, 64, 1, 8, 2, False, True)]
+    # newest field first: l2_prefetch, p_exchange, index_prefetch
+    assert incumbent_seeds(spec, space, inc) == [inc, Config(64, 64, 1, 8, 2, l2_prefetch=2),
+                                                 Config(64, 64, 1, 8, 2, False, True),
+                                                 Config(64, 64, 1, 8, 2, True)]
+    on = Config(64, 64, 1, 8, 2, l2_prefetch=2)
+    assert incumbent_seeds(spec, space, on)[1] == Config(64, 64, 1, 8, 2)  # a feature on is turned off
     assert incumbent_seeds(spec, space, None) == []
     # a twin the space or the static rule excludes is left out (p_exchange with 4 warps)
     w4 = Config(64, 64, 1, 4, 2)
-    assert incumbent_seeds(spec, space, w4) == [w4, Config(64, 64, 1, 4, 2, True)]
+    assert incumbent_seeds(spec, space, w4) == [w4, Config(64, 64, 1, 4, 2, l2_prefetch=2), Config(64, 64, 1, 4, 2, True)]
     # an incumbent outside the space is no seed (p_exchange is not searched with 16 heads)
     assert incumbent_seeds(SPEC, search_space(SPEC), Config(16, 64, 8, 8, 3, p_exchange=True)) == []
     # in a study: default, incumbent, its twins (minus any equal to the default), split seeds
@@ -206,11 +210,12 @@ def test_the_incumbent_and_its_twins_are_measured_after_the_default():
     study = prepare_study(SPEC, 4, optuna.storages.InMemoryStorage(), "cpu", TuneSettings(10), incumbent=inc)
     d = default_config(SPEC, 4)
     queued = [Config(**t.system_attrs["fixed_params"]) for t in study.trials]
-    assert queued == [d, inc, Config(16, 64, 8, 8, 1, True)] + split_seeds(SPEC, 4, search_space(SPEC))
+    assert queued == [d, inc, Config(16, 64, 8, 8, 1, l2_prefetch=2), Config(16, 64, 8, 8, 1, True)] + split_seeds(
+        SPEC, 4, search_space(SPEC))
     # and run: the seeds are measured first; the incumbent (the landscape's optimum) wins
     study = run_study(SPEC, 4, fake_measure, storage=study._storage, settings=TuneSettings(8),
                       constraint=constraint(), out=None)
-    assert [trial_config(t) for t in study.trials[:6]] == queued
+    assert [trial_config(t) for t in study.trials[:len(queued)]] == queued
     assert trial_config(best_trial(study)).block_n == 64 and best_trial(study).value == fake_time(inc)
 
 
