@@ -147,16 +147,13 @@ def check_correctness(gen) -> list[str]:
                     torch.full((7,), -1, device=DEV, dtype=torch.int64)):  # nothing
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-            for cfg in (None, dataclasses.replace(PageSplitSpec(P, 64, device_arch(DEV)).default_config(touched=True),
-                                                  claim_copy=True)):
-                got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
-                                        out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-                assert torch.equal(got, want), f"page_split {P} touched {cfg}"
+            got = paging.page_split(src, src_page_size=P, touched_indices=tok,
+                                    out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
+            assert torch.equal(got, want), f"page_split {P} touched"
         checked.append(f"page_split {P}->64")
     spec = PageSplitSpec(256, 64, device_arch(DEV))
     for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), claim_copy=True)):
+                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True)):
         checked += check_graph_replay(gen, cfg)
     return checked
 
@@ -192,7 +189,6 @@ def check_graph_replay(gen, config=None) -> list[str]:
         assert torch.equal(slots, want_slots) and torch.equal(counts, want_counts), f"convert replay {i}"
     state = paging._list_buffers[src.device]
     assert int(state.marks.abs().sum()) == 0 and int(state.claims.abs().sum()) == 0, "page marks left set"
-    assert int(state.epoch[1]) == 0, "claim_copy's count of finished programs left set"
     return [f"page_split touched ({config or 'default'}) + convert_indices compact, CUDA graph replays"]
 
 
@@ -284,13 +280,11 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
                                     (False, 1, True, False), (False, 8, True, False), (False, 8, False, True),
                                     (False, 1, True, True), (False, 8, True, True))]
     variants += [dict(mark_claim=True, spread=sp) for sp in (False, True)]
-    variants += [dict(claim_copy=True, num_warps=w) for w in (4, 8, 16)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if mc.mark_claim else
                 f"mark dedup={mc.mark_dedup} copies={mc.mark_copies} check={mc.mark_check}")
-        label = (f"claim_copy (one kernel), num_warps={mc.num_warps}" if mc.claim_copy
-                 else f"{mark}, {_copy_name(mc.spread)}")
+        label = f"{mark}, {_copy_name(mc.spread)}"
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
             t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=mc),

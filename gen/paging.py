@@ -49,9 +49,7 @@ class PagingConfig:
     ``mark_copies``: rows of marks the mark programs spread over (so fewer stores hit one address),
     ``mark_check``: store a mark only where a load of it reads 0 (fewer scattered stores),
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
-    ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words), and
-    ``claim_copy``: one kernel instead of all of these, in which the program that claims a page
-    copies it (the claims overlap the copies; ``num_warps`` is then that kernel's)."""
+    ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -61,7 +59,6 @@ class PagingConfig:
     mark_check: bool = False
     mark_claim: bool = False
     spread: bool = False
-    claim_copy: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -73,7 +70,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread", "claim_copy"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")

@@ -185,8 +185,7 @@ class _PageList:
     pages (the list of distinct touched source pages) and count (its length). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
-    claims and lists, the copy clears the claims; claim_copy keeps call epochs instead, see the
-    template), all on the device, so a call replays from a CUDA graph (make one call before
+    claims and lists, the copy clears the claims), all on the device, so a call replays from a CUDA graph (make one call before
     capturing, so the buffers are allocated outside the graph). Calls on one device share it:
     run them on one stream."""
 
@@ -196,11 +195,6 @@ class _PageList:
         self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
         self.count = torch.zeros(1, dtype=torch.int32, device=device)
-        # claim_copy's: the epoch of the call that last claimed each page, the owner tokens, and
-        # [epoch of the next call, programs finished]
-        self.page_epoch = torch.zeros(capacity, dtype=torch.int32, device=device)
-        self.owner = torch.zeros(capacity, dtype=torch.int32, device=device)
-        self.epoch = torch.tensor([1, 0], dtype=torch.int32, device=device)
 
 
 def _page_list(device, num_pages: int, copies: int) -> _PageList:
@@ -234,7 +228,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
     ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_claim``, ``mark_dedup``,
-    ``mark_copies``, ``mark_check`` and ``claim_copy`` (see ``PagingConfig``). With touched_indices the kernels keep state on the device
+    ``mark_copies`` and ``mark_check`` (see ``PagingConfig``). With touched_indices the kernels keep state on the device
     (see ``_PageList``): make one call before capturing a CUDA graph, and keep the calls of one
     device on one stream.
     """
@@ -300,15 +294,10 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
 
 def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     """page_split's three launches for touched pages, in order: mark, compact (or with
-    mark_claim: zero the count, claim), copy (separate so a benchmark can time each); with
-    claim_copy the one launch of page_claim_copy_kernel."""
+    mark_claim: zero the count, claim), copy (separate so a benchmark can time each)."""
     dev = src64.device
     state = _page_list(dev, N, cfg.mark_copies)
     id_grid = (-(-tok.numel() // MARK_BLOCK),)  # one program per MARK_BLOCK token ids
-    if cfg.claim_copy:  # one kernel
-        return (lambda: mod.page_claim_copy_kernel[id_grid](
-            tok, tok.numel(), state.page_epoch, state.owner, state.epoch, N, state.capacity, src64, dst64,
-            BLOCK=MARK_BLOCK, num_warps=cfg.num_warps),)
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
     copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
     copy = (lambda: copy_kernel[(grid,)](src64, dst64, state.pages, state.count, N, state.claims,

@@ -245,10 +245,7 @@ def _check_touched(src, got, P, pages, D=64):
                                       (256, PagingConfig(spread=True, programs_per_sm=5)),
                                       (128, PagingConfig(spread=True, programs_per_sm=1, mark_check=True)),
                                       (256, PagingConfig(mark_claim=True, programs_per_sm=3)),
-                                      (512, PagingConfig(mark_claim=True, spread=True, programs_per_sm=2)),
-                                      (256, PagingConfig(claim_copy=True)),
-                                      (512, PagingConfig(claim_copy=True, num_warps=2)),
-                                      (128, PagingConfig(claim_copy=True))])
+                                      (512, PagingConfig(mark_claim=True, spread=True, programs_per_sm=2))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -257,7 +254,6 @@ def test_page_split_touched_list_strides_and_resets(P, config):
     N, D = 12, 64
     src = _pool(gen, N, P)
     shape = (N * P // D, model1_page_bytes(D))
-    claim_copy = config is not None and config.claim_copy
     for pages in ([0, 5, 6, 11, 3, 9, 1], [2, 5], list(range(N)), [7]):
         tok = _touched_problem(gen, N, P, pages, dtype=torch.int64 if P == 512 else torch.int32)
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
@@ -267,37 +263,12 @@ def test_page_split_touched_list_strides_and_resets(P, config):
         assert torch.equal(got, page_split_reference(src, src_page_size=P, touched_indices=tok,
                                                      out=torch.full(shape, SENTINEL, dtype=torch.uint8)))
         state = paging._list_buffers[src.device]
-        if claim_copy:  # each touched page claimed in this call's epoch, which then moved on by one
-            epoch, finished = state.epoch.tolist()
-            assert (state.page_epoch == epoch - 1).nonzero().view(-1).tolist() == sorted(pages), pages
-            assert finished == 0 and (state.page_epoch < epoch).all()
-        else:
-            assert (state.marks == 0).all() and (state.claims == 0).all() and int(state.count) == len(pages), pages
+        assert (state.marks == 0).all() and (state.claims == 0).all() and int(state.count) == len(pages), pages
     # No token at all (an empty tensor, or only -1): nothing is written.
     for tok in (torch.empty(0, dtype=torch.int32), torch.full((2, 5), -1, dtype=torch.int32)):
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
         paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=config)
         assert (out == SENTINEL).all()
-
-
-def test_page_split_claim_copy_epoch_restarts_before_int32_wraps():
-    gen = torch.Generator().manual_seed(31)
-    P, N, D = 256, 6, 64
-    src = _pool(gen, N, P)
-    shape = (N * P // D, model1_page_bytes(D))
-    cfg = PagingConfig(claim_copy=True)
-    paging.page_split(src, src_page_size=P, touched_indices=_touched_problem(gen, N, P, [1]), config=cfg,
-                      out=torch.full(shape, SENTINEL, dtype=torch.uint8))
-    state = paging._list_buffers[src.device]
-    state.epoch.copy_(torch.tensor([1 << 30, 0]))
-    state.page_epoch[3] = (1 << 30) - 1  # claimed in the call before
-    for pages, epoch_after in (([3, 4], 1), ([3, 0], 2)):  # the call at epoch 2**30 zeroes every claim
-        out = torch.full(shape, SENTINEL, dtype=torch.uint8)
-        paging.page_split(src, src_page_size=P, touched_indices=_touched_problem(gen, N, P, pages), config=cfg,
-                          out=out)
-        _check_touched(src, out, P, pages)
-        assert state.epoch.tolist() == [epoch_after, 0]
-    assert (state.page_epoch == 1).nonzero().view(-1).tolist() == [0, 3] and (state.page_epoch <= 1).all()
 
 
 def test_page_mark_and_compact_list_each_page_once():
