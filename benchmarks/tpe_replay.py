@@ -58,10 +58,11 @@ def grid_landscapes(journal: str) -> list[dict]:
             elif "fail" in t.user_attrs:
                 times[repr(cfg)] = None
         known = len(times) + len({_params(t) for t in study.trials if "rejected" in t.user_attrs})
-        if known < 0.97 * space_size(search_space(spec)):
+        fields = sorted({p for t in study.trials for p in t.params})
+        if known < 0.97 * space_size({k: v for k, v in search_space(spec).items() if k in fields}):
             continue  # an unfinished grid is not a landscape (a few interrupted trials are: they fail)
         seen.append([key, bucket])
-        out.append(dict(key=key, bucket=int(bucket[1:]), times=times, rejected=rejected,
+        out.append(dict(key=key, bucket=int(bucket[1:]), times=times, rejected=rejected, fields=fields,
                         grid_best=best.value, grid_measured=len(measured_trials(study))))
     return out
 
@@ -83,6 +84,20 @@ def _sampler_with(tpe_args: dict):
     tune.make_sampler = make
 
 
+def _search_the_grid_fields(fields: list[str]):
+    """The replayed tuner searches only the fields the grid did: a field the template gained
+    since (l2_prefetch) keeps its Config default, in the default config too, so every config
+    the tuner proposes is one the grid measured."""
+    from dataclasses import replace
+
+    from sparsemla.gen import search_space, spec, tune
+
+    dropped = {p: getattr(spec.Config(), p) for p in search_space.PARAMS if p not in fields}
+    tune.search_space = lambda s, arch=None: {k: v for k, v in search_space.search_space(s, arch).items()
+                                              if k in fields}
+    tune.default_config = lambda s, T, num_sms=None: replace(spec.default_config(s, T, num_sms), **dropped)
+
+
 def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float, confirm_top: int,
            tpe_args: dict | None = None) -> dict:
     """One TPE study against ``land``, each measurement off by a lognormal factor of sd
@@ -98,6 +113,7 @@ def replay(land: dict, seed: int, parallel: int, compile_s: float, noise: float,
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     _sampler_with(tpe_args or {})
+    _search_the_grid_fields(land["fields"])
     spec = KernelSpec.from_key(land["key"])
 
     def compile_fn(spec, cfg, arch):
