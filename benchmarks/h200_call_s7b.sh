@@ -6,7 +6,7 @@ set -u
 export PYTHONUNBUFFERED=1
 end=$(( $(date +%s) + ${LIMIT:-540} ))
 for f in ${FORMATS:-fp8_ds_mla model1 fp8 bf16}; do
-  for ht in "128 1,4,16,64,128,256" "16 256"; do
+  for ht in "128 1,4,16,32,64,128,256" "16 256"; do
     set -- $ht
     left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break 2
     timeout $left python3 -m sparsemla.cli bench --no-prefill --formats $f --tokens $2 --heads $1 \

@@ -328,6 +328,17 @@ def test_bucket_for():
     assert [bucket_for(t, (4, 16)) for t in (1, 4, 5, 16, 100)] == [4, 4, 4, 16, 16]
 
 
+def test_suite_specs_tokens():
+    # the suite's buckets, a bucket outside them (issue 7's T = 32), prefill only where it is run
+    assert [(s.num_heads, t) for s, t in suite_specs("sm90", ["bf16"], [16, 128])] == \
+        [(16, (1, 4, 16, 64, 128, 256)), (128, (1, 4, 16, 64, 128, 256, 4096))]
+    assert [(s.num_heads, t) for s, t in suite_specs("sm90", ["fp8"], [16, 128], [32, 4096, 1])] == \
+        [(16, (1, 32)), (128, (1, 32, 4096))]
+    for bad in ([3], [0], [8192]):
+        with pytest.raises(ValueError, match="powers of two"):
+            suite_specs("sm90", ["bf16"], [128], bad)
+
+
 # ---------------------------------------------------------------- tables and dispatch
 
 def test_gpu_dirname_aliases():
