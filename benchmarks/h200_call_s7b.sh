@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 7: the suite rows re-tuned with l2_prefetch (h200_call_l2tune.sh): H = 128 at every
-# decode T and H = 16 at T = 256, one bench run per (format, heads) so a run cut by LIMIT keeps
+# decode T and T = 32, and H = 16 at T = 256, one bench run per (format, heads) so a run cut by LIMIT keeps
 # the ones before it. Run after the tuned table is merged. $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
