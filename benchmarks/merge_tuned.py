@@ -5,7 +5,9 @@
 ``write_table`` cannot do this here: it drops every entry of a file whose provenance is not this
 machine's software (the device runs Triton 3.6, this machine may not). This script checks that
 both files name the same GPU folder, template hash and Triton major.minor, replaces the
-shipped entries the run holds (after validating them with the runtime's parser), appends
+shipped entries the run holds (after validating them with the runtime's parser; with
+``--only-faster`` only where the run's time is lower, e.g. when the run's studies were not seeded
+with the shipped configs), appends
 ``--note`` to the provenance's template_note, writes atomically and prints old -> new per entry.
 """
 from __future__ import annotations
@@ -29,6 +31,7 @@ def main() -> int:
     ap.add_argument("run")
     ap.add_argument("shipped")
     ap.add_argument("--note", default="", help="appended to provenance.template_note")
+    ap.add_argument("--only-faster", action="store_true", help="keep a shipped entry whose time is lower")
     args = ap.parse_args()
     run, shipped = (json.load(open(p)) for p in (args.run, args.shipped))
     parse_table(run)  # raises ValueError naming the first bad entry
@@ -43,8 +46,12 @@ def main() -> int:
         for bucket, e in sorted(buckets.items(), key=lambda kv: int(kv[0])):
             old = shipped["entries"].setdefault(key, {}).get(bucket)
             was = f"{config_label(old['config'])} {old.get('time_us') or 0:.1f} us" if old else "-"
-            print(f"{key} T={bucket}: {was} -> {config_label(e['config'])} {e.get('time_us') or 0:.1f} us")
-            shipped["entries"][key][bucket] = e
+            keep = (args.only_faster and old and old.get("time_us") and e.get("time_us")
+                    and old["time_us"] <= e["time_us"])
+            print(f"{key} T={bucket}: {was} -> {config_label(e['config'])} {e.get('time_us') or 0:.1f} us"
+                  + ("  (kept the shipped entry: faster)" if keep else ""))
+            if not keep:
+                shipped["entries"][key][bucket] = e
     if args.note:
         b["template_note"] = (b.get("template_note", "") + "; " + args.note).lstrip("; ")
     parse_table(shipped)
