@@ -377,6 +377,13 @@ def test_tuned_file_validation(tmp_path, caplog, monkeypatch):
             assert load_table(p) == {} and load_table(p) == {}
         assert len(caplog.records) == 1, name  # reported once, then ignored quietly
         assert str(p) in caplog.text
+    # The tuner's seeds also come from a table of other software (a new template): each is re-measured.
+    monkeypatch.setenv("SPARSEMLA_TUNED_DIR", str(tmp_path / "user"))
+    monkeypatch.setattr(tuned_table, "package_dir", lambda: tmp_path / "pkg")
+    (tmp_path / "user" / "NVIDIA_H200").mkdir(parents=True)
+    (tmp_path / "user" / "NVIDIA_H200" / "sparse_mla.json").write_text(bad["provenance"])
+    assert tuned_table.load_tables("NVIDIA_H200") == {}
+    assert tuned_table.load_tables("NVIDIA_H200", check_provenance=False)[key][4].config == Config()
     # atomic: a write that fails midway leaves the old file whole and no temporary behind
     monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError):
