@@ -1,0 +1,93 @@
+"""Check that a template change leaves the shipped entries' kernels as they were measured.
+
+A table's entries are trusted only under the template hash they were measured with. When the
+template gains an option that is off in those entries, the table may be re-stamped with the new
+hash if every entry's compiled variant gives the same PTX from both templates (debug info aside:
+line numbers move). This compiles each distinct variant of the table's entries that the old
+template can express, from both, for the table's arch (no GPU needed).
+
+  python benchmarks/ptx_same.py tuned/NVIDIA_H200/sparse_mla.json --old-rev 11c3a0e^
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+os.environ["TRITON_INTERPRET"] = "0"
+
+
+def _strip_debug(ptx: str) -> str:
+    ptx = re.sub(r"^\s*\.loc\s.*$", "", ptx, flags=re.M)
+    ptx = re.sub(r"^\s*\.file\s.*$", "", ptx, flags=re.M)
+    ptx = ptx.split("\t.section\t.debug", 1)[0]
+    return "\n".join(line for line in ptx.splitlines() if line.strip() and not line.startswith("//"))
+
+
+def _module(source: str, name: str):
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, name + ".py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _ptx(fn, spec, config, cc: int) -> str:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from sparsemla.gen.compile_check import _signature
+
+    constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n, "INDEX_PREFETCH": config.index_prefetch,
+                  "P_EXCHANGE": config.p_exchange, "L2_PREFETCH": config.l2_prefetch,
+                  "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
+    constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
+    sig, attrs = _signature(fn, spec, constexprs)
+    k = triton.compile(ASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", cc, 32),
+                       options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+    return _strip_debug(k.asm["ptx"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("table")
+    ap.add_argument("--old-rev", required=True, help="git revision of the template the entries were measured with")
+    args = ap.parse_args()
+    from sparsemla.gen import render
+    from sparsemla.gen.search_space import compiled_variant
+    from sparsemla.gen.spec import ARCHS, Config, KernelSpec, config_label
+
+    old_text = subprocess.run(["git", "show", f"{args.old_rev}:templates/sparse_mla.py.jinja"],
+                              capture_output=True, text=True, check=True).stdout
+    table = json.load(open(args.table))
+    variants = set()
+    for key, buckets in table["entries"].items():
+        for e in buckets.values():
+            c = Config.from_dict(e["config"])
+            if e.get("backend", "triton") == "triton" and c == Config.from_dict({**e["config"], "l2_prefetch": 0}):
+                variants.add((key, compiled_variant(c)))
+    same = differ = 0
+    for i, (key, cfg) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]))), 1):
+        spec = KernelSpec.from_key(key)
+        ctx = dict(spec.template_context(), spec=spec, spec_key=spec.key, version="check")
+        old = _module(render._env().from_string(old_text).render(**ctx), f"old_{i}")
+        new = _module(render.render_source(spec), f"new_{i}")
+        cc = ARCHS[spec.arch].cc
+        ok = _ptx(old.sparse_mla_fwd, spec, cfg, cc) == _ptx(new.sparse_mla_fwd, spec, cfg, cc)
+        same += ok
+        differ += not ok
+        print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}: {'same' if ok else 'DIFFERENT'}", flush=True)
+    print(f"{same} same, {differ} different of {len(variants)} variants")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
