@@ -37,7 +37,7 @@ def suite_spec(fmt: str, num_heads: int, arch: str) -> KernelSpec:
 def suite_specs(arch: str, formats=None, heads=None, tokens=None,
                 prefill: bool = True) -> list[tuple[KernelSpec, tuple[int, ...]]]:
     """(spec, token buckets) for every suite row on ``arch``, optionally restricted; ``tokens``
-    may also name buckets outside the suite's (issue 7's T = 32 row: any power of two below 4096)."""
+    may also name buckets outside the suite's (issue 7's T = 32 row; any power of two up to 4096)."""
     if tokens is not None and any(t < 1 or t & (t - 1) or t > PREFILL_T for t in tokens):
         raise ValueError(f"tokens={tokens}: expected powers of two in 1..{PREFILL_T} (the tuned buckets)")
     out = []

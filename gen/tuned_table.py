@@ -222,7 +222,8 @@ def table_paths(gpu: str, family: str = "sparse_mla") -> list[Path]:
     return [d / gpu / f"{family}.json" for d in (package_dir(), user_dir())]
 
 
-def load_tables(gpu: str, family: str = "sparse_mla", check_provenance: bool = True) -> dict[str, dict[int, TunedEntry]]:
+def load_tables(gpu: str, family: str = "sparse_mla",
+                check_provenance: bool = True) -> dict[str, dict[int, TunedEntry]]:
     """The entries of ``gpu``'s tables, the user's over the package's; ``check_provenance``
     False also takes tables made by other software (the tuner's seeds: each is re-measured)."""
     merged: dict[str, dict[int, TunedEntry]] = {}

@@ -185,8 +185,8 @@ class _PageList:
     pages (the list of distinct touched source pages) and count (its length). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
-    claims and lists, the copy clears the claims), all on the device, so a call replays from a CUDA graph (make one call before
-    capturing, so the buffers are allocated outside the graph). Calls on one device share it:
+    claims and lists, the copy clears the claims), all on the device, so a call replays from a
+    CUDA graph (make one call before capturing, so the buffers are allocated outside the graph). Calls on one device share it:
     run them on one stream."""
 
     def __init__(self, device, capacity: int, copies: int):
@@ -228,9 +228,9 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
     ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_claim``, ``mark_dedup``,
-    ``mark_copies`` and ``mark_check`` (see ``PagingConfig``). With touched_indices the kernels keep state on the device
-    (see ``_PageList``): make one call before capturing a CUDA graph, and keep the calls of one
-    device on one stream.
+    ``mark_copies`` and ``mark_check`` (see ``PagingConfig``). With touched_indices the kernels
+    keep state on the device (see ``_PageList``): make one call before capturing a CUDA graph,
+    and keep the calls of one device on one stream.
     """
     _positive_int("src_page_size", src_page_size)
     _positive_int("dst_page_size", dst_page_size)
