@@ -407,8 +407,8 @@ def static_config(spec: KernelSpec, num_tokens: int, constraint: CompileConstrai
     those spill, the first that fits anyway: spilling is slow, not wrong."""
     d = default_config(spec, num_tokens)
     space = search_space(spec)
-    cands = [c for c in all_configs(space) if c.num_splits == d.num_splits and c.index_prefetch == d.index_prefetch
-             and c.p_exchange == d.p_exchange
+    cands = [c for c in all_configs(space) if c.num_splits == d.num_splits
+             and all(getattr(c, p) == getattr(d, p) for p in ON_OFF)  # the default's features, on or off
              and c.block_h <= d.block_h
              and c.block_n <= d.block_n and c.num_stages <= d.num_stages]
     cands.sort(key=lambda c: (d.block_h // c.block_h, d.block_n // c.block_n, d.num_stages - c.num_stages,
