@@ -26,6 +26,7 @@ from .spec import KernelSpec, next_pow2
 
 log = logging.getLogger("sparsemla")
 _TL_DTYPES = {"bf16": "tl.bfloat16", "fp16": "tl.float16", "fp32": "tl.float32"}
+_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
 def interpreting() -> bool:
@@ -95,7 +96,7 @@ class CacheDesc:
 
 def cache_descs(spec: KernelSpec) -> list[CacheDesc]:
     # An auto cache holds q's dtype; the other formats' first view is bytes.
-    elem_bytes = {"bf16": 2, "fp16": 2, "fp32": 4}[spec.q_dtype] if spec.kv_format == "auto" else 1
+    elem_bytes = _DTYPE_BYTES[spec.q_dtype] if spec.kv_format == "auto" else 1
     out = [CacheDesc("main", "", spec.layout, spec.page_size, spec.topk, elem_bytes)]
     if spec.extra_topk:
         out.append(CacheDesc("extra", "x_", spec.layout, spec.extra_page_size, spec.extra_topk, elem_bytes))
@@ -116,7 +117,7 @@ def attention_context(spec: KernelSpec) -> dict:
             q_segs.append((seg.col, seg.width))
     return dict(caches=cache_descs(spec), q_segs=q_segs,
                 v_segs=[s for s in layout.segments if s.in_v],
-                cdt=_TL_DTYPES[spec.compute_dtype], cdt_bytes=4 if spec.compute_dtype == "fp32" else 2,
+                cdt=_TL_DTYPES[spec.compute_dtype], cdt_bytes=_DTYPE_BYTES[spec.compute_dtype],
                 interpret=interpreting())
 
 

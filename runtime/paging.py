@@ -186,8 +186,8 @@ class _PageList:
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
     claims and lists, the copy clears the claims), all on the device, so a call replays from a
-    CUDA graph (make one call before capturing, so the buffers are allocated outside the graph). Calls on one device share it:
-    run them on one stream."""
+    CUDA graph (make one call before capturing, so the buffers are allocated outside the graph).
+    Calls on one device share it: run them on one stream."""
 
     def __init__(self, device, capacity: int, copies: int):
         self.capacity, self.copies = capacity, copies
