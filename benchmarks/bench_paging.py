@@ -275,15 +275,17 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     # the programs spread over; check: store only where a load reads 0), on the same two pools,
     # and where the default's time goes.
     # The copy: spread (equal shares of words) or list (pages strided over the grid).
-    variants = [dict(mark_dedup=d, mark_copies=c, mark_check=k, spread=sp, mark_claim=False)
-                for d, c, k, sp in ((False, 1, False, False), (False, 8, False, False), (True, 8, False, False),
-                                    (False, 1, True, False), (False, 8, True, False), (False, 8, False, True),
-                                    (False, 1, True, True), (False, 8, True, True))]
-    variants += [dict(mark_claim=True, spread=sp) for sp in (False, True)]
+    variants = [dict(mark_dedup=d, mark_copies=c, mark_check=k, spread=sp, mark_claim=False, mark_spacing=g)
+                for d, c, k, sp, g in ((False, 1, False, False, 1), (False, 8, False, False, 1),
+                                       (False, 1, False, False, 32), (False, 2, False, False, 32),
+                                       (False, 8, False, False, 32), (True, 1, False, False, 32),
+                                       (False, 1, True, False, 32), (False, 8, False, True, 32))]
+    variants += [dict(mark_claim=True, spread=False)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if mc.mark_claim else
-                f"mark dedup={mc.mark_dedup} copies={mc.mark_copies} check={mc.mark_check}")
+                f"mark dedup={mc.mark_dedup} copies={mc.mark_copies} check={mc.mark_check} "
+                f"spacing={mc.mark_spacing}")
         label = f"{mark}, {_copy_name(mc.spread)}"
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
@@ -291,8 +293,8 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
                       inner, repeats)
             rows.append(_split_row(f"page_split 256->64, touched, {label}", what, t,
                                    m, cp, bst, target=target) | dict(config=str(mc)))
-    for c in (cfg, dataclasses.replace(cfg, mark_check=True, mark_copies=1, spread=True),
-              dataclasses.replace(cfg, mark_claim=True, spread=True)):
+    for c in (cfg, dataclasses.replace(cfg, mark_spacing=32, mark_copies=1),
+              dataclasses.replace(cfg, mark_spacing=32, mark_copies=8)):
         for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages")):
             rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
     sweep_rows = []

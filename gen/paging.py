@@ -48,6 +48,7 @@ class PagingConfig:
     ``mark_dedup``: store each page once per block (sorted) instead of once per token id, and
     ``mark_copies``: rows of marks the mark programs spread over (so fewer stores hit one address),
     ``mark_check``: store a mark only where a load of it reads 0 (fewer scattered stores),
+    ``mark_spacing``: bytes from one page's mark to the next (32: one L2 sector per mark),
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
     ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words)."""
 
@@ -59,6 +60,7 @@ class PagingConfig:
     mark_check: bool = False
     mark_claim: bool = False
     spread: bool = False
+    mark_spacing: int = 1
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -77,6 +79,9 @@ class PagingConfig:
         if not _pow2(self.mark_copies) or not 1 <= self.mark_copies <= 64:
             raise ValueError(f"PagingConfig.mark_copies={self.mark_copies!r} for {spec.key}: "
                              f"expected a power of two in 1..64")
+        if not _pow2(self.mark_spacing) or not 1 <= self.mark_spacing <= 128:
+            raise ValueError(f"PagingConfig.mark_spacing={self.mark_spacing!r} for {spec.key}: "
+                             f"expected a power of two in 1..128")
         return self
 
 
@@ -239,9 +244,11 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
         return [("pack_valid_prefix_kernel", dict(BLOCK=cfg.block), cfg)]
     full, touched = config or spec.default_config(), config or spec.default_config(touched=True)
     return [("page_split_kernel", dict(BLOCK=full.block), full),
-            *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d, COPIES=touched.mark_copies, CHECK=c),
+            *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d, COPIES=touched.mark_copies, CHECK=c,
+                                        SPACING=touched.mark_spacing),
                PagingConfig(MARK_BLOCK, 4)) for d, c in ((False, False), (True, False), (False, True))],
-            ("page_compact_kernel", dict(BLOCK=MARK_BLOCK, COPIES=touched.mark_copies), PagingConfig(MARK_BLOCK, 4)),
+            ("page_compact_kernel", dict(BLOCK=MARK_BLOCK, COPIES=touched.mark_copies, SPACING=touched.mark_spacing),
+             PagingConfig(MARK_BLOCK, 4)),
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
             *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel")
               for c in (False, True)]]

@@ -48,6 +48,7 @@ __all__ = ["BUCKETS", "bucket_for", "Measurement", "TuneSettings", "run_study", 
            "study_entry", "static_entries", "tune_main"]
 
 FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
+_DEFAULTS = Config()
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,23 @@ class TuneSettings:
     parallel: int = 1  # trials in flight: compiled and warmed concurrently, measured one at a time
     confirm_top: int = 3  # when the search ends, the fastest configs are re-measured ...
     confirm_repeats: int = 2  # ... this many more times each, and ranked by their median
+    # Fields searched (None: all of the spec's space); a field left out keeps its Config
+    # default, in the default config too (to compare against a grid measured before a field existed).
+    fields: tuple[str, ...] | None = None
+
+
+def study_space(spec: KernelSpec, settings: TuneSettings) -> dict:
+    """The spec's search space, restricted to ``settings.fields``."""
+    space = search_space(spec)
+    return space if settings.fields is None else {k: v for k, v in space.items() if k in settings.fields}
+
+
+def study_default(spec: KernelSpec, bucket: int, settings: TuneSettings) -> Config:
+    """The arch's default config, with the fields ``settings.fields`` leaves out at Config's default."""
+    d = default_config(spec, bucket)
+    if settings.fields is None:
+        return d
+    return replace(d, **{p: getattr(_DEFAULTS, p) for p in PARAMS if p not in settings.fields})
 
 
 def study_name(spec: KernelSpec, bucket: int, gpu: str) -> str:
@@ -97,9 +115,6 @@ def make_sampler(kind: str, space: dict, seed: int, trials: int | None = None):
         return optuna.samplers.TPESampler(multivariate=True, constant_liar=True, seed=seed,
                                           n_startup_trials=startup)
     raise ValueError(f"sampler={kind!r}: expected 'tpe' or 'grid'")
-
-
-_DEFAULTS = Config()
 
 
 def _params(t) -> tuple:
@@ -287,13 +302,13 @@ class Progress:
             study.stop()
 
 
-def split_seeds(spec: KernelSpec, bucket: int, space: dict) -> list[Config]:
+def split_seeds(spec: KernelSpec, default: Config, space: dict) -> list[Config]:
     """The default config with a quarter, half and twice its split count (those in the space
     and valid), measured right after the default. The default's split rule counts programs,
     not the resident ones nor the split-K partials' traffic, and a sampler with a small budget
     easily misses the split count that wins (H200, fp8 T=16 H=128: the default's 16 splits
     104 us, 4 splits 69 us)."""
-    d = default_config(spec, bucket)
+    d = default
     out = []
     for s in (d.num_splits // 4, d.num_splits // 2, d.num_splits * 2):
         c = replace(d, num_splits=s)
@@ -329,17 +344,18 @@ def prepare_study(spec: KernelSpec, bucket: int, storage, gpu: str, settings: Tu
     """Create or load the study; enqueue the default first, then the seeds (``incumbent_seeds``,
     ``split_seeds``); fail trials left RUNNING by a run that died (older than ``stale_after``
     s, default 2 x timeout + 10 min)."""
-    space = search_space(spec)
+    space = study_space(spec, settings)
+    default = study_default(spec, bucket, settings)
     study = optuna.create_study(study_name=study_name(spec, bucket, gpu), storage=storage,
                                 direction="minimize", load_if_exists=True,
                                 sampler=make_sampler(settings.sampler, space, settings.seed + worker,
                                                      settings.trials))
     trials = study.get_trials(deepcopy=False)
     if not trials:
-        study.enqueue_trial(default_config(spec, bucket).to_dict(), user_attrs={"baseline": True})
+        study.enqueue_trial(default.to_dict(), user_attrs={"baseline": True})
     if settings.sampler != "grid" and not any(t.user_attrs.get("seed") for t in trials):  # also on resume
-        seeds = [default_config(spec, bucket)]
-        for cfg in incumbent_seeds(spec, space, incumbent) + split_seeds(spec, bucket, space):
+        seeds = [default]
+        for cfg in incumbent_seeds(spec, space, incumbent) + split_seeds(spec, default, space):
             if cfg not in seeds:
                 seeds.append(cfg)
                 study.enqueue_trial(cfg.to_dict(), user_attrs={"seed": True})
@@ -359,7 +375,7 @@ def run_study(spec: KernelSpec, bucket: int, measure: Callable, *, storage=None,
     """Run (or resume) the study of ``spec`` at ``bucket`` until its budget is met;
     ``settings.parallel`` trials at a time (``warm(spec, config)`` precompiles each)."""
     storage = open_storage(storage, gpu)
-    space = search_space(spec)
+    space = study_space(spec, settings)
     own = constraint is None
     constraint = constraint or CompileConstraint(settings.max_spill)
     # Each worker samples with its own seed, so parallel workers do not propose alike.

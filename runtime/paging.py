@@ -181,7 +181,7 @@ def page_split_reference(src_pages, *, src_page_size, dst_page_size=64, touched_
 
 class _PageList:
     """page_split's device state for touched pages, one per device: marks (int8 per source page,
-    in as many rows as the config's mark_copies),
+    ``spacing`` bytes apart, in as many rows as the config's mark_copies),
     pages (the list of distinct touched source pages) and count (its length). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
@@ -189,19 +189,19 @@ class _PageList:
     CUDA graph (make one call before capturing, so the buffers are allocated outside the graph).
     Calls on one device share it: run them on one stream."""
 
-    def __init__(self, device, capacity: int, copies: int):
-        self.capacity, self.copies = capacity, copies
-        self.marks = torch.zeros(copies * capacity, dtype=torch.int8, device=device)
+    def __init__(self, device, capacity: int, copies: int, spacing: int):
+        self.capacity, self.copies, self.spacing = capacity, copies, spacing
+        self.marks = torch.zeros(copies * capacity * spacing, dtype=torch.int8, device=device)
         self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
         self.count = torch.zeros(1, dtype=torch.int32, device=device)
 
 
-def _page_list(device, num_pages: int, copies: int) -> _PageList:
+def _page_list(device, num_pages: int, copies: int, spacing: int) -> _PageList:
     state = _list_buffers.get(device)
-    if state is None or state.capacity < num_pages or state.copies * state.capacity < copies * num_pages:
-        # (rows of num_pages marks each: a buffer that holds copies x num_pages is large enough)
-        state = _PageList(device, max(num_pages, 1), copies)
+    if state is None or state.capacity < num_pages or state.marks.numel() < copies * num_pages * spacing:
+        # (rows of num_pages marks each: a buffer that holds copies x num_pages x spacing is large enough)
+        state = _PageList(device, max(num_pages, 1), copies, spacing)
         _list_buffers[device] = state
     return state
 
@@ -296,7 +296,7 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     """page_split's three launches for touched pages, in order: mark, compact (or with
     mark_claim: zero the count, claim), copy (separate so a benchmark can time each)."""
     dev = src64.device
-    state = _page_list(dev, N, cfg.mark_copies)
+    state = _page_list(dev, N, cfg.mark_copies, cfg.mark_spacing)
     id_grid = (-(-tok.numel() // MARK_BLOCK),)  # one program per MARK_BLOCK token ids
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
     copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
@@ -309,7 +309,8 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
                 copy)
     return (lambda: mod.page_mark_kernel[id_grid](
                 tok, tok.numel(), state.marks, N, state.count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
-                COPIES=cfg.mark_copies, CHECK=bool(cfg.mark_check), num_warps=4),
+                COPIES=cfg.mark_copies, CHECK=bool(cfg.mark_check), SPACING=cfg.mark_spacing, num_warps=4),
             lambda: mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](
-                state.marks, N, state.pages, state.count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies, num_warps=4),
+                state.marks, N, state.pages, state.count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies,
+                SPACING=cfg.mark_spacing, num_warps=4),
             copy)

@@ -242,6 +242,8 @@ def _check_touched(src, got, P, pages, D=64):
                                       (256, PagingConfig(mark_copies=4)),
                                       (128, PagingConfig(mark_dedup=True, mark_copies=2)),
                                       (256, PagingConfig(mark_check=True, mark_copies=2)),
+                                      (256, PagingConfig(mark_spacing=32, mark_copies=2)),
+                                      (128, PagingConfig(mark_spacing=32, mark_dedup=True)),
                                       (256, PagingConfig(spread=True, programs_per_sm=5)),
                                       (128, PagingConfig(spread=True, programs_per_sm=1, mark_check=True)),
                                       (256, PagingConfig(mark_claim=True, programs_per_sm=3)),
@@ -278,17 +280,21 @@ def test_page_mark_and_compact_list_each_page_once():
     pages = [3, 17, 0, 2999, 22, 8, 1500, 1024, 1023]  # across compact blocks of 1024 marks
     tok = _touched_problem(gen, N, P, pages, per_page=300).reshape(-1)  # several blocks, many duplicates
     block = 256
-    for dedup, copies, check in ((True, 1, False), (False, 1, False), (False, 4, False), (False, 1, True),
-                                 (False, 4, True)):  # every mark strategy marks the same pages
-        marks = torch.zeros(copies, N, dtype=torch.int8)
+    for dedup, copies, check, spacing in ((True, 1, False, 1), (False, 1, False, 1), (False, 4, False, 1),
+                                          (False, 1, True, 1), (False, 4, True, 1), (False, 2, False, 32),
+                                          (True, 1, False, 32)):  # every mark strategy marks the same pages
+        marks = torch.zeros(copies, N, spacing, dtype=torch.int8)
         listed = torch.full((N,), -7, dtype=torch.int32)
         count = torch.full((1,), 12345, dtype=torch.int32)  # the mark kernel zeroes it
         mod.page_mark_kernel[(-(-tok.numel() // block),)](tok, tok.numel(), marks, N, count, BLOCK=block,
-                                                          DEDUP=dedup, COPIES=copies, CHECK=check)
-        assert int(count) == 0 and marks.amax(0).nonzero().view(-1).tolist() == sorted(pages), dedup
+                                                          DEDUP=dedup, COPIES=copies, CHECK=check,
+                                                          SPACING=spacing)
+        assert int(count) == 0 and marks[:, :, 0].amax(0).nonzero().view(-1).tolist() == sorted(pages), dedup
+        assert (marks[:, :, 1:] == 0).all()  # a mark is the first byte of its spacing
         if copies > 1:
-            assert (marks.sum(1) > 0).sum() > 1  # the programs spread over the rows
-        mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, BLOCK=block, COPIES=copies)
+            assert (marks.sum((1, 2)) > 0).sum() > 1  # the programs spread over the rows
+        mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, BLOCK=block, COPIES=copies,
+                                                   SPACING=spacing)
         assert int(count) == len(pages)
         assert sorted(listed[:len(pages)].tolist()) == sorted(pages)
         assert (listed[len(pages):] == -7).all()

@@ -176,7 +176,7 @@ def test_resume_from_journal(tmp_path):
 def test_split_neighbours_are_measured_after_the_default(tmp_path):
     from sparsemla.gen.tune import split_seeds
     d = default_config(SPEC, 4)  # n32 s32: the seeds are s8, s16 and s64 (32 slots per split)
-    seeds = split_seeds(SPEC, 4, search_space(SPEC))
+    seeds = split_seeds(SPEC, d, search_space(SPEC))
     assert [c.num_splits for c in seeds] == [8, 16, 64]
     assert all(c == Config(**{**d.to_dict(), "num_splits": c.num_splits}) for c in seeds)
     journal = str(tmp_path / "tune.journal")
@@ -211,7 +211,7 @@ def test_the_incumbent_and_its_twins_are_measured_after_the_default():
     d = default_config(SPEC, 4)
     queued = [Config(**t.system_attrs["fixed_params"]) for t in study.trials]
     assert queued == [d, inc, Config(16, 64, 8, 8, 1, l2_prefetch=2), Config(16, 64, 8, 8, 1, True)] + split_seeds(
-        SPEC, 4, search_space(SPEC))
+        SPEC, d, search_space(SPEC))
     # and run: the seeds are measured first; the incumbent (the landscape's optimum) wins
     study = run_study(SPEC, 4, fake_measure, storage=study._storage, settings=TuneSettings(8),
                       constraint=constraint(), out=None)
