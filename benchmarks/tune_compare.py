@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     import torch
 
     from sparsemla.gen.gpu_measure import GpuMeasurer, JitWarmer
-    from sparsemla.gen.search_space import CompileConstraint, search_space, space_size
+    from sparsemla.gen.search_space import CompileConstraint, space_size
     from sparsemla.gen.suite import suite_spec
     from sparsemla.gen.render import atomic_write
     from sparsemla.gen.spec import config_label
