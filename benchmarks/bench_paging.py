@@ -276,11 +276,8 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     # and where the default's time goes.
     # The copy: spread (equal shares of words) or list (pages strided over the grid).
     variants = [dict(mark_dedup=d, mark_copies=c, mark_check=k, spread=sp, mark_claim=False, mark_spacing=g)
-                for d, c, k, sp, g in ((False, 1, False, False, 1), (False, 8, False, False, 1),
-                                       (False, 1, False, False, 32), (False, 2, False, False, 32),
-                                       (False, 8, False, False, 32), (True, 1, False, False, 32),
-                                       (False, 1, True, False, 32), (False, 8, False, True, 32))]
-    variants += [dict(mark_claim=True, spread=False)]
+                for d, c, k, sp, g in ((False, 8, False, False, 1), (False, 1, False, False, 32),
+                                       (False, 4, False, False, 32), (False, 8, False, False, 32))]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if mc.mark_claim else
@@ -293,8 +290,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
                       inner, repeats)
             rows.append(_split_row(f"page_split 256->64, touched, {label}", what, t,
                                    m, cp, bst, target=target) | dict(config=str(mc)))
-    for c in (cfg, dataclasses.replace(cfg, mark_spacing=32, mark_copies=1),
-              dataclasses.replace(cfg, mark_spacing=32, mark_copies=8)):
+    for c in (cfg, dataclasses.replace(cfg, mark_spacing=1, mark_copies=8)):
         for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages")):
             rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
     sweep_rows = []

@@ -18,7 +18,8 @@ from .spec import ARCHS, module_name_for, next_pow2
 _DEFAULT_BLOCK = {"sm90": 1024, "sm120": 512, "sm121": 512}
 # convert_indices with compaction takes a whole row per program step when it fits this.
 _COMPACT_BLOCK = {"sm90": 4096, "sm120": 2048, "sm121": 2048}
-MARK_BLOCK = 1024  # token ids (or page marks) per program of page_split's mark (compact) kernel
+MARK_BLOCK = 1024  # token ids per program of page_split's mark kernel
+COMPACT_BLOCK = 256  # page marks per program of its compact kernel (more programs: its loads are latency-bound)
 PIECE_WORDS = 1024  # largest piece (8-byte words) of one load in page_split's list kernel
 INFLIGHT_WORDS = 8192  # most words page_split's list kernel loads before it stores them (64 KB)
 SPREAD_CHUNK_WORDS = 512  # page_split_spread_kernel: largest data chunk (4 KB) ...
@@ -214,8 +215,9 @@ class PageSplitSpec(_Spec):
         data_words = self.dst_page_size * M1_DATA_ROW_BYTES // 8
         block = min(_DEFAULT_BLOCK[self.arch], max(64, data_words & -data_words))
         if touched:
-            # Measured on the H200 (session4): 834 pages 124 -> 95 us, 4 pages 22.7 -> 10.9 us.
-            return PagingConfig(block, 8, 4, mark_copies=8)
+            # Measured on the H200: session 4, 834 pages 124 -> 95 us, 4 pages 22.7 -> 10.9 us;
+            # session 8, one L2 sector per mark and 2 rows of them: 97.0 -> 88.2 us, 10.0 -> 7.5 us.
+            return PagingConfig(block, 8, 4, mark_copies=2, mark_spacing=32)
         return PagingConfig(block, 4)
 
 
@@ -247,8 +249,8 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
             *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d, COPIES=touched.mark_copies, CHECK=c,
                                         SPACING=touched.mark_spacing),
                PagingConfig(MARK_BLOCK, 4)) for d, c in ((False, False), (True, False), (False, True))],
-            ("page_compact_kernel", dict(BLOCK=MARK_BLOCK, COPIES=touched.mark_copies, SPACING=touched.mark_spacing),
-             PagingConfig(MARK_BLOCK, 4)),
+            ("page_compact_kernel", dict(BLOCK=COMPACT_BLOCK, COPIES=touched.mark_copies,
+                                         SPACING=touched.mark_spacing), PagingConfig(COMPACT_BLOCK, 4)),
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
             *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel")
               for c in (False, True)]]

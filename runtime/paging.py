@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
+from sparsemla.gen.paging import COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
 from sparsemla.gen.render import interpreting, load_module
 
 from .api import device_arch
@@ -310,7 +310,7 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     return (lambda: mod.page_mark_kernel[id_grid](
                 tok, tok.numel(), state.marks, N, state.count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
                 COPIES=cfg.mark_copies, CHECK=bool(cfg.mark_check), SPACING=cfg.mark_spacing, num_warps=4),
-            lambda: mod.page_compact_kernel[(-(-N // MARK_BLOCK),)](
-                state.marks, N, state.pages, state.count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies,
+            lambda: mod.page_compact_kernel[(-(-N // COMPACT_BLOCK),)](
+                state.marks, N, state.pages, state.count, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies,
                 SPACING=cfg.mark_spacing, num_warps=4),
             copy)
