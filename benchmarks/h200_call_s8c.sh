@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Session 8, third call: the suite rows re-tuned in the second call (H = 64 at T = 1..256 for
+# the four formats, bf16 H = 16 T = 256), one bench run per (format, heads) so a run cut by
+# LIMIT keeps the ones before it. Run after the tuned table is merged. $OUT is packed into one archive.
+set -u
+export PYTHONUNBUFFERED=1
+end=$(( $(date +%s) + ${LIMIT:-540} ))
+for fht in "bf16 16 256" "bf16 64 1,4,16,64,128,256" "fp8 64 1,4,16,64,128,256" \
+           "fp8_ds_mla 64 1,4,16,64,128,256" "model1 64 1,4,16,64,128,256"; do
+  set -- $fht
+  left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
+  timeout $left python3 -m sparsemla.cli bench --no-prefill --formats $1 --tokens $3 --heads $2 \
+    --out "$OUT/bench_$1_h$2" 2>&1 | grep -v Warn > "$OUT/bench_$1_h$2.log"
+  echo "== bench $1 H=$2 rc=$?"; grep "^| $1 " "$OUT/bench_$1_h$2.log" | sort -u | cut -c1-100
+done
+tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
