@@ -5,7 +5,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 end=$(( $(date +%s) + ${LIMIT:-540} ))
-for fht in "bf16 16 256" "bf16 64 1,4,16,64,128,256" "fp8 64 1,4,16,64,128,256" \
+for fht in "bf16 64 1,4,16,64,128,256" "fp8 64 1,4,16,64,128,256" \
            "fp8_ds_mla 64 1,4,16,64,128,256" "model1 64 1,4,16,64,128,256"; do
   set -- $fht
   left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
