@@ -209,6 +209,16 @@ def confirm_finalists(study, spec: KernelSpec, bucket: int, measure: Callable, t
     study.set_user_attr("confirm_us", {str(k): v for k, v in conf.items()})
 
 
+def _is_seed(t) -> bool:
+    return bool(t.user_attrs.get("seed") or t.user_attrs.get("baseline"))
+
+
+def _pending_seeds(study, number: int) -> int:
+    """Enqueued seeds (and the default) other than trial ``number`` that have no outcome yet."""
+    return sum(1 for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING))
+               if t.number != number and _is_seed(t))
+
+
 class Objective:
     """One trial: suggest, skip duplicates, compile-check, warm (optional, runs concurrently
     in parallel trials), then measure; measurements never overlap, so timings stay clean."""
@@ -254,9 +264,13 @@ class Objective:
                 trial.set_user_attr("warm", note[:200])
         with self._measure_lock:
             # Trials still in flight when the budget fills are not measured: the budget is exact.
+            # Seeds not measured yet keep their places in it: with trials in flight a sampled
+            # config that compiles sooner would otherwise take a seed's place (H200, session 8:
+            # with 5 measurements and 8 in flight, a table's incumbent went unmeasured).
             if self._measured is None:
                 self._measured = len(measured_trials(trial.study))
-            if self.budget is not None and self._measured >= self.budget:
+            reserved = 0 if _is_seed(trial) else _pending_seeds(trial.study, trial.number)
+            if self.budget is not None and self._measured + reserved >= self.budget:
                 trial.set_user_attr("skipped", "budget met")  # not an outcome: may run on resume
                 raise optuna.TrialPruned("budget met")
             self._measured += 1

@@ -261,6 +261,23 @@ def test_tpe_vs_grid_on_fake_objective():
     assert best_trial(tpe).value <= fake_time(default_config(SPEC, 4))  # never worse than the default
 
 
+def test_seeds_keep_their_place_in_a_small_budget_with_trials_in_flight():
+    # The seeds compile slowly, sampled configs at once: with 8 in flight and a budget of 4, the
+    # sampled ones used to fill the budget before the seeds (default + 3 split seeds) were warm.
+    def warm(spec, cfg):
+        if cfg in seeds:
+            time.sleep(0.2)
+        return ""
+
+    seeds = [default_config(SPEC, 4)] + __import__("sparsemla.gen.tune", fromlist=["split_seeds"]).split_seeds(
+        SPEC, default_config(SPEC, 4), search_space(SPEC))
+    assert len(seeds) == 4
+    study = run_study(SPEC, 4, fake_measure, storage=optuna.storages.InMemoryStorage(),
+                      settings=TuneSettings(4, "tpe", 0, parallel=8, confirm_top=0), constraint=constraint(),
+                      out=None, warm=warm)
+    assert sorted(map(repr, (trial_config(t) for t in measured_trials(study)))) == sorted(map(repr, seeds))
+
+
 def test_parallel_trials_warm_concurrently_and_measure_one_at_a_time():
     import threading
     lock, warmed, overlaps = threading.Lock(), [], []
