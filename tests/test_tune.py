@@ -269,8 +269,9 @@ def test_seeds_keep_their_place_in_a_small_budget_with_trials_in_flight():
             time.sleep(0.2)
         return ""
 
-    seeds = [default_config(SPEC, 4)] + __import__("sparsemla.gen.tune", fromlist=["split_seeds"]).split_seeds(
-        SPEC, default_config(SPEC, 4), search_space(SPEC))
+    from sparsemla.gen.tune import split_seeds
+    d = default_config(SPEC, 4)
+    seeds = [d] + split_seeds(SPEC, d, search_space(SPEC))
     assert len(seeds) == 4
     study = run_study(SPEC, 4, fake_measure, storage=optuna.storages.InMemoryStorage(),
                       settings=TuneSettings(4, "tpe", 0, parallel=8, confirm_top=0), constraint=constraint(),
