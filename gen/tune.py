@@ -13,7 +13,8 @@ T) -> Measurement`` checks and times it. A wrong result, a crash or a hang is st
 exempt from the spill bound), so the result is never worse than the default; with TPE the
 table's current config for the bucket and its on/off twins follow (``incumbent_seeds``), then
 the default's split-count neighbours (``split_seeds``). A config seen
-before is not measured again ("duplicate_of"). The budget counts measured configs.
+before is not measured again ("duplicate_of"). The budget counts measured configs; seeds not
+yet measured keep their places in it, so with trials in flight sampled configs cannot crowd them out.
 
 Sampler: TPE (multivariate, constant liar, seeded) or an exhaustive grid. Storage: an Optuna
 journal file per GPU under the user cache dir by default, so an interrupted run resumes; an
