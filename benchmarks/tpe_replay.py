@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import os
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
