@@ -228,7 +228,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
     ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_claim``, ``mark_dedup``,
-    ``mark_copies`` and ``mark_check`` (see ``PagingConfig``). With touched_indices the kernels
+    ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``). With touched_indices the kernels
     keep state on the device (see ``_PageList``): make one call before capturing a CUDA graph,
     and keep the calls of one device on one stream.
     """
