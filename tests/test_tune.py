@@ -261,6 +261,23 @@ def test_tpe_vs_grid_on_fake_objective():
     assert best_trial(tpe).value <= fake_time(default_config(SPEC, 4))  # never worse than the default
 
 
+def test_a_study_restricted_to_some_fields_keeps_the_others_at_their_defaults():
+    # (grid vs TPE on a grid measured before l2_prefetch existed: both search the grid's fields)
+    from sparsemla.gen.tune import study_default, study_space
+    spec = KernelSpec(arch="sm90", num_heads=16)
+    fields = ("block_h", "block_n", "num_splits", "num_warps", "num_stages")
+    settings = TuneSettings(10, "tpe", 0, fields=fields)
+    assert set(study_space(spec, settings)) == set(fields)
+    d, full = study_default(spec, 4, settings), default_config(spec, 4)
+    assert full.l2_prefetch == 2 and d == Config(full.block_h, full.block_n, full.num_splits, full.num_warps,
+                                                 full.num_stages)  # l2_prefetch back to Config's 0
+    study = run_study(spec, 4, fake_measure, storage=optuna.storages.InMemoryStorage(), settings=settings,
+                      constraint=constraint(), out=None)
+    cfgs = [trial_config(t) for t in measured_trials(study)]
+    assert cfgs[0] == d and len(cfgs) == 10 and len(set(map(repr, cfgs))) == 10
+    assert all(not c.index_prefetch and not c.p_exchange and c.l2_prefetch == 0 for c in cfgs)
+
+
 def test_seeds_keep_their_place_in_a_small_budget_with_trials_in_flight():
     # The seeds compile slowly, sampled configs at once: with 8 in flight and a budget of 4, the
     # sampled ones used to fill the budget before the seeds (default + 3 split seeds) were warm.
