@@ -46,6 +46,7 @@ def confirm(measure, spec, T: int, trials: list, repeats: int) -> list:
 def grid_fields(journal: str, name: str) -> tuple | None:
     """The fields an existing grid study searched (None: no such study; search them all)."""
     import optuna
+    from sparsemla.gen.search_space import PARAMS
 
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal))
     try:
@@ -53,7 +54,6 @@ def grid_fields(journal: str, name: str) -> tuple | None:
     except KeyError:
         return None
     fields = {p for t in study.get_trials(deepcopy=False) for p in t.params}
-    from sparsemla.gen.search_space import PARAMS
     return tuple(p for p in PARAMS if p in fields) or None
 
 

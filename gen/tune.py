@@ -323,10 +323,9 @@ def split_seeds(spec: KernelSpec, default: Config, space: dict) -> list[Config]:
     not the resident ones nor the split-K partials' traffic, and a sampler with a small budget
     easily misses the split count that wins (H200, fp8 T=16 H=128: the default's 16 splits
     104 us, 4 splits 69 us)."""
-    d = default
     out = []
-    for s in (d.num_splits // 4, d.num_splits // 2, d.num_splits * 2):
-        c = replace(d, num_splits=s)
+    for s in (default.num_splits // 4, default.num_splits // 2, default.num_splits * 2):
+        c = replace(default, num_splits=s)
         if s >= 1 and s in space["num_splits"] and not static_reason(spec, c) and c not in out:
             out.append(c)
     return out

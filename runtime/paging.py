@@ -189,19 +189,20 @@ class _PageList:
     CUDA graph (make one call before capturing, so the buffers are allocated outside the graph).
     Calls on one device share it: run them on one stream."""
 
-    def __init__(self, device, capacity: int, copies: int, spacing: int):
-        self.capacity, self.copies, self.spacing = capacity, copies, spacing
-        self.marks = torch.zeros(copies * capacity * spacing, dtype=torch.int8, device=device)
+    def __init__(self, device, capacity: int, mark_bytes: int):
+        self.capacity = capacity
+        self.marks = torch.zeros(mark_bytes, dtype=torch.int8, device=device)
         self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
         self.count = torch.zeros(1, dtype=torch.int32, device=device)
 
 
-def _page_list(device, num_pages: int, copies: int, spacing: int) -> _PageList:
+def _page_list(device, num_pages: int, mark_bytes: int) -> _PageList:
+    """The device's state, reallocated when it holds fewer than ``num_pages`` pages or
+    ``mark_bytes`` of marks (mark_copies rows of num_pages marks, mark_spacing bytes apart)."""
     state = _list_buffers.get(device)
-    if state is None or state.capacity < num_pages or state.marks.numel() < copies * num_pages * spacing:
-        # (rows of num_pages marks each: a buffer that holds copies x num_pages x spacing is large enough)
-        state = _PageList(device, max(num_pages, 1), copies, spacing)
+    if state is None or state.capacity < num_pages or state.marks.numel() < mark_bytes:
+        state = _PageList(device, max(num_pages, 1), max(mark_bytes, 1))
         _list_buffers[device] = state
     return state
 
@@ -296,7 +297,7 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     """page_split's three launches for touched pages, in order: mark, compact (or with
     mark_claim: zero the count, claim), copy (separate so a benchmark can time each)."""
     dev = src64.device
-    state = _page_list(dev, N, cfg.mark_copies, cfg.mark_spacing)
+    state = _page_list(dev, N, cfg.mark_copies * N * cfg.mark_spacing)
     id_grid = (-(-tok.numel() // MARK_BLOCK),)  # one program per MARK_BLOCK token ids
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
     copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
