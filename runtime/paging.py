@@ -182,7 +182,8 @@ def page_split_reference(src_pages, *, src_page_size, dst_page_size=64, touched_
 class _PageList:
     """page_split's device state for touched pages, one per device: marks (int8 per source page,
     ``spacing`` bytes apart, in as many rows as the config's mark_copies),
-    pages (the list of distinct touched source pages) and count (its length). Between calls every
+    pages (the list of distinct touched source pages) and count (its length, then the ticket
+    copy's two counters). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
     claims and lists, the copy clears the claims), all on the device, so a call replays from a
@@ -194,7 +195,8 @@ class _PageList:
         self.marks = torch.zeros(mark_bytes, dtype=torch.int8, device=device)
         self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
-        self.count = torch.zeros(1, dtype=torch.int32, device=device)
+        # The list's length, then the ticket copy's ticket counter and finished programs (0 between calls).
+        self.count = torch.zeros(3, dtype=torch.int32, device=device)
 
 
 def _page_list(device, num_pages: int, mark_bytes: int) -> _PageList:
@@ -228,7 +230,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_claim``, ``mark_dedup``,
+    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``tickets`` and ``copy_parts``, ``mark_claim``, ``mark_dedup``,
     ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``). With touched_indices the kernels
     keep state on the device (see ``_PageList``): make one call before capturing a CUDA graph,
     and keep the calls of one device on one stream.
@@ -300,7 +302,10 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     state = _page_list(dev, N, cfg.mark_copies * N * cfg.mark_spacing)
     id_grid = (-(-tok.numel() // MARK_BLOCK),)  # one program per MARK_BLOCK token ids
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
-    copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
+    if cfg.tickets:
+        copy_kernel = getattr(mod, f"page_split_ticket{cfg.copy_parts}_kernel")
+    else:
+        copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
     copy = (lambda: copy_kernel[(grid,)](src64, dst64, state.pages, state.count, N, state.claims,
                                           CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps))
     if cfg.mark_claim:
