@@ -102,13 +102,37 @@ def convert_problem(T, topk, page_size, num_reqs, max_blocks, gen):
     return req, table, local
 
 
-def touched_tokens(n_pages, P, hot_pages, shape, gen, invalid=0.1):
-    """Token ids of ``shape`` over ``hot_pages`` random source pages, a fraction ``invalid`` -1."""
+def touched_tokens(n_pages, P, hot_pages, shape, gen, invalid=0.1, contiguous=False):
+    """Token ids of ``shape`` over ``hot_pages`` random source pages (``contiguous``: consecutive
+    ones), a fraction ``invalid`` -1."""
     hot = torch.randperm(n_pages, device=DEV, generator=gen)[:hot_pages]
+    if contiguous:
+        hot = torch.arange(hot_pages, device=DEV) + int(torch.randint(0, n_pages - hot_pages + 1, (1,)))
     tok = hot[torch.randint(0, hot.numel(), shape, device=DEV, generator=gen)] * P
     tok = (tok + torch.randint(0, P, tok.shape, device=DEV, generator=gen)).to(torch.int32)
     tok[torch.rand(tok.shape, device=DEV, generator=gen) < invalid] = -1
     return tok
+
+
+FUSED_ERROR = None  # why the fused (cooperative) kernel cannot be captured, if it cannot
+
+
+def probe_fused_capture(gen) -> None:
+    """Capture one fused page_split (a cooperative launch) in a CUDA graph; on failure keep the
+    error in FUSED_ERROR, and the fused variants are left out instead of ending the run."""
+    global FUSED_ERROR
+    P, N = 256, 64
+    src = make_pool(N, P, gen)
+    out = torch.zeros(N * P // 64, model1_page_bytes(64), dtype=torch.uint8, device=DEV)
+    tok = touched_tokens(N, P, 10, (8, 256), gen)
+    cfg = dataclasses.replace(PageSplitSpec(P, 64, device_arch(DEV)).default_config(touched=True), fused=True)
+    try:
+        capture(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=cfg), 1)
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 (any failure: report it and measure the rest)
+        FUSED_ERROR = f"{type(e).__name__}: {str(e)[:200]}"
+        print(f"fused page_split cannot be captured: {FUSED_ERROR}", flush=True)
+        torch.cuda.synchronize()
 
 
 def check_correctness(gen) -> list[str]:
@@ -147,13 +171,23 @@ def check_correctness(gen) -> list[str]:
                     torch.full((7,), -1, device=DEV, dtype=torch.int64)):  # nothing
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-            got = paging.page_split(src, src_page_size=P, touched_indices=tok,
-                                    out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-            assert torch.equal(got, want), f"page_split {P} touched"
+            for cfg in (None, *[PagingConfig(1024, w, k, mark_copies=2, mark_spacing=32, tickets=True, copy_parts=p)
+                                for w, k, p in ((8, 4, 1), (4, 8, 2), (8, 4, 4), (4, 16, 8))],
+                        *[PagingConfig(1024, w, k, mark_copies=c, mark_spacing=32, fused=True, copy_parts=p)
+                          for w, k, p, c in ((8, 4, 2, 2), (4, 8, 4, 8), (4, 32, 1, 1))]):
+                got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
+                                        out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
+                assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
         checked.append(f"page_split {P}->64")
     spec = PageSplitSpec(256, 64, device_arch(DEV))
     for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True)):
+                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True),
+                dataclasses.replace(spec.default_config(touched=True), tickets=True, copy_parts=2),
+                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, tickets=True, copy_parts=4),
+                dataclasses.replace(spec.default_config(touched=True), fused=True, copy_parts=2)):
+        if cfg is not None and cfg.fused and FUSED_ERROR:
+            checked.append(f"page_split fused: NOT in a CUDA graph ({FUSED_ERROR})")
+            continue
         checked += check_graph_replay(gen, cfg)
     return checked
 
@@ -189,6 +223,7 @@ def check_graph_replay(gen, config=None) -> list[str]:
         assert torch.equal(slots, want_slots) and torch.equal(counts, want_counts), f"convert replay {i}"
     state = paging._list_buffers[src.device]
     assert int(state.marks.abs().sum()) == 0 and int(state.claims.abs().sum()) == 0, "page marks left set"
+    assert state.count[1:].tolist() == [0, 0, 0], f"ticket counters left at {state.count[1:].tolist()}"
     return [f"page_split touched ({config or 'default'}) + convert_indices compact, CUDA graph replays"]
 
 
@@ -201,8 +236,12 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
     return row
 
 
-def _copy_name(spread: bool) -> str:
-    return "spread copy" if spread else "list copy"
+def _copy_name(cfg) -> str:
+    if cfg.fused:
+        return f"fused, ticket copy /{cfg.copy_parts}"
+    if cfg.tickets:
+        return f"ticket copy /{cfg.copy_parts}"
+    return "spread copy" if cfg.spread else "list copy"
 
 
 def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -> list[dict]:
@@ -211,9 +250,12 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -
     (a claim replayed alone finds its pages claimed by the replay before, so it is not timed alone)."""
     P = 256
     mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
-    first, second, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
-                                                  ids.reshape(-1), src.shape[0], P // 64, cfg)
-    copy_name = _copy_name(cfg.spread)
+    launches = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64), ids.reshape(-1),
+                                       src.shape[0], P // 64, cfg)
+    if cfg.fused:
+        return []  # one launch: its total is the variant's row
+    first, second, copy = launches
+    copy_name = _copy_name(cfg)
     if cfg.mark_claim:
         steps = (("claim + " + copy_name, lambda: (first(), second(), copy())), (copy_name, copy))
     else:
@@ -271,28 +313,44 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     t = timed(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=few, out=dst), 50, repeats)
     rows.append(_split_row("page_split 256->64, touched", "4 pages, ids 256x2048", t, few_moved, few_copy,
                            few_best, target=False) | dict(config=str(cfg)))
-    # The mark kernel's strategies (dedup: each page stored once per block; copies: rows of marks
-    # the programs spread over; check: store only where a load reads 0), on the same two pools,
-    # and where the default's time goes.
-    # The copy: spread (equal shares of words) or list (pages strided over the grid).
-    variants = [dict(mark_dedup=d, mark_copies=c, mark_check=k, spread=sp, mark_claim=False, mark_spacing=g)
-                for d, c, k, sp, g in ((False, 8, False, False, 1), (False, 1, False, False, 32),
-                                       (False, 4, False, False, 32), (False, 8, False, False, 32))]
+    # The copy kernels (list: destination pages strided over the grid; ticket /N: each program
+    # takes its next 1/N of a destination page from a counter), with the grid and the rows of
+    # marks, on the same two pools, and where the time goes.
+    variants = [dict(tickets=t, copy_parts=p, num_warps=w, programs_per_sm=k, mark_copies=c)
+                for t, p, w, k, c in ((False, 1, 8, 4, 8), (True, 1, 8, 4, 2), (True, 2, 8, 4, 2),
+                                      (True, 4, 8, 4, 2), (True, 2, 4, 8, 2), (True, 4, 4, 8, 2),
+                                      (True, 2, 8, 8, 2), (True, 4, 4, 16, 2), (True, 8, 4, 16, 2),
+                                      (True, 2, 8, 4, 8), (True, 4, 4, 8, 8))]
+    if not FUSED_ERROR:
+        variants += [dict(fused=True, copy_parts=p, num_warps=w, programs_per_sm=k, mark_copies=c)
+                     for p, w, k, c in ((2, 8, 4, 2), (4, 8, 4, 2), (2, 4, 8, 2), (4, 4, 8, 2), (2, 8, 4, 8),
+                                        (4, 4, 16, 2))]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if mc.mark_claim else
                 f"mark dedup={mc.mark_dedup} copies={mc.mark_copies} check={mc.mark_check} "
                 f"spacing={mc.mark_spacing}")
-        label = f"{mark}, {_copy_name(mc.spread)}"
+        label = f"{mark}, {_copy_name(mc)} w{mc.num_warps} x{mc.programs_per_sm}"
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
             t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=mc),
                       inner, repeats)
             rows.append(_split_row(f"page_split 256->64, touched, {label}", what, t,
                                    m, cp, bst, target=target) | dict(config=str(mc)))
-    for c in (cfg, dataclasses.replace(cfg, mark_spacing=1, mark_copies=8)):
+    ticket = dataclasses.replace(cfg, tickets=True, copy_parts=2)
+    for c in (cfg, ticket, dataclasses.replace(ticket, copy_parts=4, num_warps=4, programs_per_sm=8)):
         for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages")):
             rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
+    # The same number of pages, consecutive in the pool: does scattering the pages cost the copy
+    # (address translation)?
+    near = touched_tokens(n, P, touched, (256, 2048), gen, contiguous=True)
+    near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
+    for c in (cfg, ticket, *([] if FUSED_ERROR else [dataclasses.replace(ticket, fused=True)])):
+        t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=near, out=dst, config=c),
+                  inner, repeats)
+        rows.append(_split_row(f"page_split 256->64, touched, {_copy_name(c)}", f"{touched} consecutive pages",
+                               t, near_moved, copy, best) | dict(config=str(c)))
+        rows += touched_breakdown(src, dst, near, c, f"{touched} consecutive pages", inner, repeats)
     sweep_rows = []
     if sweep:
         for spread in (False, True):
@@ -300,7 +358,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
                 c = dataclasses.replace(cfg, num_warps=warps, programs_per_sm=per_sm, spread=spread)
                 ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
                            inner, repeats)
-                sweep_rows.append(_split_row(f"page_split touched, {_copy_name(spread)}",
+                sweep_rows.append(_split_row(f"page_split touched, {_copy_name(c)}",
                                              f"num_warps={warps}, programs_per_sm={per_sm}", ts, moved, copy, best)
                                   | dict(config=str(c)))
 
@@ -375,6 +433,7 @@ def main():
     t0 = time.time()
     gen = torch.Generator(device=DEV).manual_seed(0)
     repeats = 5 if args.quick else 20
+    probe_fused_capture(gen)
     checked = check_correctness(gen)
     gpu = torch.cuda.get_device_name()
     print(f"correct on {gpu}: {', '.join(checked)}")
