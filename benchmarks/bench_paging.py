@@ -114,27 +114,6 @@ def touched_tokens(n_pages, P, hot_pages, shape, gen, invalid=0.1, contiguous=Fa
     return tok
 
 
-FUSED_ERROR = None  # why the fused (cooperative) kernel cannot be captured, if it cannot
-
-
-def probe_fused_capture(gen) -> None:
-    """Capture one fused page_split (a cooperative launch) in a CUDA graph; on failure keep the
-    error in FUSED_ERROR, and the fused variants are left out instead of ending the run."""
-    global FUSED_ERROR
-    P, N = 256, 64
-    src = make_pool(N, P, gen)
-    out = torch.zeros(N * P // 64, model1_page_bytes(64), dtype=torch.uint8, device=DEV)
-    tok = touched_tokens(N, P, 10, (8, 256), gen)
-    cfg = dataclasses.replace(PageSplitSpec(P, 64, device_arch(DEV)).default_config(touched=True), fused=True)
-    try:
-        capture(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=cfg), 1)
-        torch.cuda.synchronize()
-    except Exception as e:  # noqa: BLE001 (any failure: report it and measure the rest)
-        FUSED_ERROR = f"{type(e).__name__}: {str(e)[:200]}"
-        print(f"fused page_split cannot be captured: {FUSED_ERROR}", flush=True)
-        torch.cuda.synchronize()
-
-
 def check_correctness(gen) -> list[str]:
     """Each function on CUDA against its reference; returns the names checked (raises on a mismatch)."""
     checked = []
@@ -172,9 +151,7 @@ def check_correctness(gen) -> list[str]:
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
             for cfg in (None, *[PagingConfig(1024, w, k, mark_copies=2, mark_spacing=32, tickets=True, copy_parts=p)
-                                for w, k, p in ((8, 4, 1), (4, 8, 2), (8, 4, 4), (4, 16, 8))],
-                        *[PagingConfig(1024, w, k, mark_copies=c, mark_spacing=32, fused=True, copy_parts=p)
-                          for w, k, p, c in ((8, 4, 2, 2), (4, 8, 4, 8), (4, 32, 1, 1))]):
+                                for w, k, p in ((8, 4, 1), (4, 8, 2), (8, 4, 4), (4, 16, 8))]):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
                 assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
@@ -183,11 +160,7 @@ def check_correctness(gen) -> list[str]:
     for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
                 dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True),
                 dataclasses.replace(spec.default_config(touched=True), tickets=True, copy_parts=2),
-                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, tickets=True, copy_parts=4),
-                dataclasses.replace(spec.default_config(touched=True), fused=True, copy_parts=2)):
-        if cfg is not None and cfg.fused and FUSED_ERROR:
-            checked.append(f"page_split fused: NOT in a CUDA graph ({FUSED_ERROR})")
-            continue
+                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, tickets=True, copy_parts=4)):
         checked += check_graph_replay(gen, cfg)
     return checked
 
@@ -223,7 +196,7 @@ def check_graph_replay(gen, config=None) -> list[str]:
         assert torch.equal(slots, want_slots) and torch.equal(counts, want_counts), f"convert replay {i}"
     state = paging._list_buffers[src.device]
     assert int(state.marks.abs().sum()) == 0 and int(state.claims.abs().sum()) == 0, "page marks left set"
-    assert state.count[1:].tolist() == [0, 0, 0], f"ticket counters left at {state.count[1:].tolist()}"
+    assert state.count[1:].tolist() == [0, 0], f"ticket counters left at {state.count[1:].tolist()}"
     return [f"page_split touched ({config or 'default'}) + convert_indices compact, CUDA graph replays"]
 
 
@@ -237,8 +210,6 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
 
 
 def _copy_name(cfg) -> str:
-    if cfg.fused:
-        return f"fused, ticket copy /{cfg.copy_parts}"
     if cfg.tickets:
         return f"ticket copy /{cfg.copy_parts}"
     return "spread copy" if cfg.spread else "list copy"
@@ -250,11 +221,8 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -
     (a claim replayed alone finds its pages claimed by the replay before, so it is not timed alone)."""
     P = 256
     mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
-    launches = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64), ids.reshape(-1),
-                                       src.shape[0], P // 64, cfg)
-    if cfg.fused:
-        return []  # one launch: its total is the variant's row
-    first, second, copy = launches
+    first, second, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
+                                                  ids.reshape(-1), src.shape[0], P // 64, cfg)
     copy_name = _copy_name(cfg)
     if cfg.mark_claim:
         steps = (("claim + " + copy_name, lambda: (first(), second(), copy())), (copy_name, copy))
@@ -321,10 +289,6 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
                                       (True, 4, 8, 4, 2), (True, 2, 4, 8, 2), (True, 4, 4, 8, 2),
                                       (True, 2, 8, 8, 2), (True, 4, 4, 16, 2), (True, 8, 4, 16, 2),
                                       (True, 2, 8, 4, 8), (True, 4, 4, 8, 8))]
-    if not FUSED_ERROR:
-        variants += [dict(fused=True, copy_parts=p, num_warps=w, programs_per_sm=k, mark_copies=c)
-                     for p, w, k, c in ((2, 8, 4, 2), (4, 8, 4, 2), (2, 4, 8, 2), (4, 4, 8, 2), (2, 8, 4, 8),
-                                        (4, 4, 16, 2))]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if mc.mark_claim else
@@ -345,7 +309,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     # (address translation)?
     near = touched_tokens(n, P, touched, (256, 2048), gen, contiguous=True)
     near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
-    for c in (cfg, ticket, *([] if FUSED_ERROR else [dataclasses.replace(ticket, fused=True)])):
+    for c in (cfg, ticket):
         t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=near, out=dst, config=c),
                   inner, repeats)
         rows.append(_split_row(f"page_split 256->64, touched, {_copy_name(c)}", f"{touched} consecutive pages",
@@ -433,7 +397,6 @@ def main():
     t0 = time.time()
     gen = torch.Generator(device=DEV).manual_seed(0)
     repeats = 5 if args.quick else 20
-    probe_fused_capture(gen)
     checked = check_correctness(gen)
     gpu = torch.cuda.get_device_name()
     print(f"correct on {gpu}: {', '.join(checked)}")

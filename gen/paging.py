@@ -53,8 +53,7 @@ class PagingConfig:
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
     ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words),
     ``tickets``: copy them with page_split_ticket<copy_parts>_kernel (each program takes its next
-    1/copy_parts of a destination page from a counter), ``fused``: mark, compact and ticket copy
-    in one cooperative launch with grid barriers between them (page_split_fused<copy_parts>_kernel)."""
+    1/copy_parts of a destination page from a counter)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -67,7 +66,6 @@ class PagingConfig:
     mark_spacing: int = 1
     tickets: bool = False
     copy_parts: int = 1
-    fused: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -79,7 +77,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread", "tickets", "fused"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread", "tickets"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -96,10 +94,6 @@ class PagingConfig:
         if self.spread and self.tickets:
             raise ValueError(f"PagingConfig(spread=True, tickets=True) for {spec.key}: "
                              f"expected at most one of the two copy kernels")
-        if self.fused and (self.spread or self.mark_claim):
-            raise ValueError(f"PagingConfig(fused=True, spread={self.spread}, mark_claim={self.mark_claim}) "
-                             f"for {spec.key}: the fused kernel marks, compacts and copies by tickets; "
-                             f"expected spread=False and mark_claim=False")
         return self
 
 
@@ -277,8 +271,6 @@ _ARG_TYPES = {
     "page_split_spread_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
     **{f"page_split_ticket{p}_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32")
        for p in (1, 2, 4, 8)},
-    **{f"page_split_fused{p}_kernel": dict(touched="*i32", marks="*i8", pages="*i32", count="*i32", src="*i64",
-                                           dst="*i64") for p in (1, 2, 4, 8)},
 }
 
 
@@ -299,13 +291,9 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
             ("page_compact_kernel", dict(BLOCK=COMPACT_BLOCK, COPIES=touched.mark_copies,
                                          SPACING=touched.mark_spacing), PagingConfig(COMPACT_BLOCK, 4)),
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
-            *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel")
-              for c in (False, True)],
-            # (CLEAR only adds one store: compiled with it)
-            *[(f"page_split_ticket{p}_kernel", dict(CLEAR=True), touched) for p in spec.ticket_parts()],
-            *[(f"page_split_fused{p}_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=False, COPIES=touched.mark_copies,
-                                                   CHECK=False, SPACING=touched.mark_spacing, CBLOCK=COMPACT_BLOCK),
-               touched) for p in spec.ticket_parts()]]
+            *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel",
+                                                    *[f"page_split_ticket{p}_kernel" for p in spec.ticket_parts()])
+              for c in (False, True)]]
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:

@@ -183,7 +183,7 @@ class _PageList:
     """page_split's device state for touched pages, one per device: marks (int8 per source page,
     ``spacing`` bytes apart, in as many rows as the config's mark_copies),
     pages (the list of distinct touched source pages) and count (its length, then the ticket
-    copy's and the fused kernel's counters). Between calls every
+    copy's two counters). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
     claims and lists, the copy clears the claims), all on the device, so a call replays from a
@@ -195,9 +195,8 @@ class _PageList:
         self.marks = torch.zeros(mark_bytes, dtype=torch.int8, device=device)
         self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
-        # The list's length, then the ticket copy's ticket counter and finished programs and the
-        # fused kernel's grid barrier (these three 0 between calls).
-        self.count = torch.zeros(4, dtype=torch.int32, device=device)
+        # The list's length, then the ticket copy's ticket counter and finished programs (0 between calls).
+        self.count = torch.zeros(3, dtype=torch.int32, device=device)
 
 
 def _page_list(device, num_pages: int, mark_bytes: int) -> _PageList:
@@ -296,42 +295,13 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     return out
 
 
-def _resident_programs(kernel, args: tuple, constexprs: dict, num_warps: int) -> int:
-    """How many programs of ``kernel`` one multiprocessor holds at once (its registers, shared
-    memory and warps), for the co-resident grid of a cooperative launch."""
-    compiled = kernel.warmup(*args, grid=(1,), **constexprs, num_warps=num_warps, launch_cooperative_grid=True)
-    compiled._init_handles()  # loads the binary: n_regs
-    warp_regs = -(-max(compiled.n_regs, 1) * 32 // 256) * 256  # allocated per warp in 256s
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    by_regs = getattr(props, "regs_per_multiprocessor", 65536) // (warp_regs * num_warps)
-    by_warps = getattr(props, "max_threads_per_multi_processor", 2048) // (32 * num_warps)
-    smem = getattr(props, "shared_memory_per_multiprocessor", 228 * 1024)
-    by_smem = smem // (compiled.metadata.shared + 1024)  # 1 KB reserved per block
-    return max(1, min(by_regs, by_warps, by_smem, 32))
-
-
-_resident_counts: dict = {}  # (kernel name, num_warps, device) -> programs per multiprocessor
-
-
 def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
-    """page_split's launches for touched pages, in order: mark, compact (or with mark_claim: zero
-    the count, claim), copy (separate so a benchmark can time each); with ``fused``, one launch."""
+    """page_split's three launches for touched pages, in order: mark, compact (or with
+    mark_claim: zero the count, claim), copy (separate so a benchmark can time each)."""
     dev = src64.device
     state = _page_list(dev, N, cfg.mark_copies * N * cfg.mark_spacing)
     id_grid = (-(-tok.numel() // MARK_BLOCK),)  # one program per MARK_BLOCK token ids
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
-    if cfg.fused:
-        kernel = getattr(mod, f"page_split_fused{cfg.copy_parts}_kernel")
-        args = (tok, tok.numel(), state.marks, N, state.pages, state.count, src64, dst64)
-        constexprs = dict(BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup), COPIES=cfg.mark_copies,
-                          CHECK=bool(cfg.mark_check), SPACING=cfg.mark_spacing, CBLOCK=COMPACT_BLOCK)
-        if dev.type != "cuda":  # the interpreter runs programs one after another: one program
-            return (lambda: kernel[(1,)](*args, **constexprs),)
-        key = (kernel.__name__, cfg.num_warps, dev)
-        if key not in _resident_counts:
-            _resident_counts[key] = _resident_programs(kernel, args, constexprs, cfg.num_warps)
-        grid = min(cfg.programs_per_sm, _resident_counts[key]) * _num_sms(dev)  # every program resident
-        return (lambda: kernel[(grid,)](*args, **constexprs, num_warps=cfg.num_warps, launch_cooperative_grid=True),)
     if cfg.tickets:
         copy_kernel = getattr(mod, f"page_split_ticket{cfg.copy_parts}_kernel")
     else:

@@ -251,10 +251,7 @@ def _check_touched(src, got, P, pages, D=64):
                                       (256, PagingConfig(tickets=True, programs_per_sm=3)),
                                       (512, PagingConfig(tickets=True, copy_parts=2, mark_copies=2, mark_spacing=32)),
                                       (128, PagingConfig(tickets=True, copy_parts=4, mark_claim=True)),
-                                      (256, PagingConfig(tickets=True, copy_parts=8, programs_per_sm=1)),
-                                      (256, PagingConfig(fused=True, copy_parts=2, mark_copies=2, mark_spacing=32)),
-                                      (512, PagingConfig(fused=True, copy_parts=4, mark_check=True)),
-                                      (128, PagingConfig(fused=True, mark_dedup=True, mark_copies=4))])
+                                      (256, PagingConfig(tickets=True, copy_parts=8, programs_per_sm=1))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -273,7 +270,7 @@ def test_page_split_touched_list_strides_and_resets(P, config):
                                                      out=torch.full(shape, SENTINEL, dtype=torch.uint8)))
         state = paging._list_buffers[src.device]
         assert (state.marks == 0).all() and (state.claims == 0).all() and int(state.count[0]) == len(pages), pages
-        assert state.count[1:].tolist() == [0, 0, 0], pages  # the ticket copy's counters, zeroed by its last program
+        assert state.count[1:].tolist() == [0, 0], pages  # the ticket copy's counters, zeroed by its last program
     # No token at all (an empty tensor, or only -1): nothing is written.
     for tok in (torch.empty(0, dtype=torch.int32), torch.full((2, 5), -1, dtype=torch.int32)):
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
@@ -392,8 +389,6 @@ def test_spec_validation():
         PagingConfig(tickets=True, copy_parts=8).check(PageSplitSpec(64, 1))
     with pytest.raises(ValueError, match=r"spread=True, tickets=True\) for page_split-sm120"):
         PagingConfig(spread=True, tickets=True).check(spec)
-    with pytest.raises(ValueError, match=r"fused=True, spread=False, mark_claim=True\) for page_split-sm120"):
-        PagingConfig(fused=True, mark_claim=True).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
 
 
