@@ -151,7 +151,8 @@ def check_correctness(gen) -> list[str]:
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
             for cfg in (None, *[PagingConfig(1024, w, k, mark_copies=2, mark_spacing=32, tickets=True, copy_parts=p)
-                                for w, k, p in ((8, 4, 1), (4, 8, 2), (8, 4, 4), (4, 16, 8))]):
+                                for w, k, p in ((8, 4, 1), (4, 8, 2), (8, 4, 4), (4, 16, 8))],
+                        PagingConfig(1024, 8, 4, mark_copies=16, mark_spacing=32, stream=True)):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
                 assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
@@ -159,7 +160,7 @@ def check_correctness(gen) -> list[str]:
     spec = PageSplitSpec(256, 64, device_arch(DEV))
     for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
                 dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), tickets=True, copy_parts=2),
+                dataclasses.replace(spec.default_config(touched=True), tickets=True, copy_parts=2, stream=True),
                 dataclasses.replace(spec.default_config(touched=True), mark_claim=True, tickets=True, copy_parts=4)):
         checked += check_graph_replay(gen, cfg)
     return checked
@@ -210,9 +211,8 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
 
 
 def _copy_name(cfg) -> str:
-    if cfg.tickets:
-        return f"ticket copy /{cfg.copy_parts}"
-    return "spread copy" if cfg.spread else "list copy"
+    name = f"ticket copy /{cfg.copy_parts}" if cfg.tickets else "spread copy" if cfg.spread else "list copy"
+    return name + (" stream" if cfg.stream else "")
 
 
 def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -> list[dict]:
@@ -284,11 +284,11 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     # The copy kernels (list: destination pages strided over the grid; ticket /N: each program
     # takes its next 1/N of a destination page from a counter), with the grid and the rows of
     # marks, on the same two pools, and where the time goes.
-    variants = [dict(tickets=t, copy_parts=p, num_warps=w, programs_per_sm=k, mark_copies=c)
-                for t, p, w, k, c in ((False, 1, 8, 4, 8), (True, 1, 8, 4, 2), (True, 2, 8, 4, 2),
-                                      (True, 4, 8, 4, 2), (True, 2, 4, 8, 2), (True, 4, 4, 8, 2),
-                                      (True, 2, 8, 8, 2), (True, 4, 4, 16, 2), (True, 8, 4, 16, 2),
-                                      (True, 2, 8, 4, 8), (True, 4, 4, 8, 8))]
+    # stream: evict_first loads and .cs stores in the copy.
+    variants = [dict(tickets=t, copy_parts=p, stream=st, mark_copies=c)
+                for t, p, st, c in ((False, 1, True, 2), (True, 2, False, 2), (True, 2, True, 2),
+                                    (False, 1, False, 8), (False, 1, True, 8), (True, 2, True, 8),
+                                    (False, 1, True, 16), (True, 2, True, 16), (True, 4, True, 4))]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if mc.mark_claim else
@@ -302,14 +302,14 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
             rows.append(_split_row(f"page_split 256->64, touched, {label}", what, t,
                                    m, cp, bst, target=target) | dict(config=str(mc)))
     ticket = dataclasses.replace(cfg, tickets=True, copy_parts=2)
-    for c in (cfg, ticket, dataclasses.replace(ticket, copy_parts=4, num_warps=4, programs_per_sm=8)):
+    for c in (cfg, dataclasses.replace(cfg, stream=True), dataclasses.replace(ticket, stream=True)):
         for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages")):
             rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
     # The same number of pages, consecutive in the pool: does scattering the pages cost the copy
     # (address translation)?
     near = touched_tokens(n, P, touched, (256, 2048), gen, contiguous=True)
     near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
-    for c in (cfg, ticket):
+    for c in (cfg, dataclasses.replace(ticket, stream=True)):
         t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=near, out=dst, config=c),
                   inner, repeats)
         rows.append(_split_row(f"page_split 256->64, touched, {_copy_name(c)}", f"{touched} consecutive pages",

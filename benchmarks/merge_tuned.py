@@ -1,6 +1,6 @@
 """Merge a device run's tuned table into the shipped one, entry by entry.
 
-  python benchmarks/merge_tuned.py RUN.json tuned/NVIDIA_H200/sparse_mla.json [--note TEXT]
+  python benchmarks/merge_tuned.py RUN.json tuned/NVIDIA_H200/sparse_mla.json [--note TEXT] [--match REGEX]
 
 ``write_table`` cannot do this here: it drops every entry of a file whose provenance is not this
 machine's software (the device runs Triton 3.6, this machine may not). This script checks that
@@ -9,11 +9,14 @@ shipped entries the run holds (after validating them with the runtime's parser; 
 ``--only-faster`` only where the run's time is lower, e.g. when the run's studies were not seeded
 with the shipped configs), appends
 ``--note`` to the provenance's template_note, writes atomically and prints old -> new per entry.
+``--match`` merges only the spec keys it matches (re.search), e.g. the studies of one run when the
+run's table also holds older entries.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -32,6 +35,7 @@ def main() -> int:
     ap.add_argument("shipped")
     ap.add_argument("--note", default="", help="appended to provenance.template_note")
     ap.add_argument("--only-faster", action="store_true", help="keep a shipped entry whose time is lower")
+    ap.add_argument("--match", default="", help="merge only the spec keys this regex finds")
     args = ap.parse_args()
     run, shipped = (json.load(open(p)) for p in (args.run, args.shipped))
     parse_table(run)  # raises ValueError naming the first bad entry
@@ -43,6 +47,8 @@ def main() -> int:
             print(f"{args.run}: {what} {x!r} != {y!r} in {args.shipped}: not merged", file=sys.stderr)
             return 2
     for key, buckets in sorted(run["entries"].items()):
+        if not re.search(args.match, key):
+            continue
         for bucket, e in sorted(buckets.items(), key=lambda kv: int(kv[0])):
             old = shipped["entries"].setdefault(key, {}).get(bucket)
             was = f"{config_label(old['config'])} {old.get('time_us') or 0:.1f} us" if old else "-"

@@ -53,7 +53,8 @@ class PagingConfig:
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
     ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words),
     ``tickets``: copy them with page_split_ticket<copy_parts>_kernel (each program takes its next
-    1/copy_parts of a destination page from a counter)."""
+    1/copy_parts of a destination page from a counter), ``stream``: the list and ticket copies
+    load with evict_first and store with .cs (streaming) hints."""
 
     block: int = 1024
     num_warps: int = 4
@@ -66,6 +67,7 @@ class PagingConfig:
     mark_spacing: int = 1
     tickets: bool = False
     copy_parts: int = 1
+    stream: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -77,7 +79,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread", "tickets"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread", "tickets", "stream"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -94,6 +96,9 @@ class PagingConfig:
         if self.spread and self.tickets:
             raise ValueError(f"PagingConfig(spread=True, tickets=True) for {spec.key}: "
                              f"expected at most one of the two copy kernels")
+        if self.spread and self.stream:
+            raise ValueError(f"PagingConfig(spread=True, stream=True) for {spec.key}: the spread copy "
+                             f"takes no cache hints; expected stream=False with spread")
         return self
 
 
@@ -291,9 +296,15 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
             ("page_compact_kernel", dict(BLOCK=COMPACT_BLOCK, COPIES=touched.mark_copies,
                                          SPACING=touched.mark_spacing), PagingConfig(COMPACT_BLOCK, 4)),
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
-            *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel",
-                                                    *[f"page_split_ticket{p}_kernel" for p in spec.ticket_parts()])
-              for c in (False, True)]]
+            *[(k, dict(CLEAR=c), touched) for c in (False, True) for k in ("page_split_spread_kernel",)],
+            *[(k, dict(CLEAR=c, **stream_hints(s)), touched)
+              for k in ("page_split_list_kernel", *[f"page_split_ticket{p}_kernel" for p in spec.ticket_parts()])
+              for c, s in ((False, False), (True, True))]]  # (CLEAR adds one store; each pair once)
+
+
+def stream_hints(stream: bool) -> dict:
+    """The list and ticket copies' cache hints (PagingConfig.stream)."""
+    return dict(EVICT="evict_first" if stream else "", STORE_CACHE=".cs" if stream else "")
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
+from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec,
+                                  stream_hints)
 from sparsemla.gen.render import interpreting, load_module
 
 from .api import device_arch
@@ -230,7 +231,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``tickets`` and ``copy_parts``, ``mark_claim``, ``mark_dedup``,
+    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``tickets`` and ``copy_parts``, ``stream``, ``mark_claim``, ``mark_dedup``,
     ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``). With touched_indices the kernels
     keep state on the device (see ``_PageList``): make one call before capturing a CUDA graph,
     and keep the calls of one device on one stream.
@@ -302,12 +303,13 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     state = _page_list(dev, N, cfg.mark_copies * N * cfg.mark_spacing)
     id_grid = (-(-tok.numel() // MARK_BLOCK),)  # one program per MARK_BLOCK token ids
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
+    hints = {} if cfg.spread else stream_hints(cfg.stream)
     if cfg.tickets:
         copy_kernel = getattr(mod, f"page_split_ticket{cfg.copy_parts}_kernel")
     else:
         copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
     copy = (lambda: copy_kernel[(grid,)](src64, dst64, state.pages, state.count, N, state.claims,
-                                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps))
+                                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps, **hints))
     if cfg.mark_claim:
         return (state.count.zero_,
                 lambda: mod.page_claim_kernel[id_grid](

@@ -251,7 +251,9 @@ def _check_touched(src, got, P, pages, D=64):
                                       (256, PagingConfig(tickets=True, programs_per_sm=3)),
                                       (512, PagingConfig(tickets=True, copy_parts=2, mark_copies=2, mark_spacing=32)),
                                       (128, PagingConfig(tickets=True, copy_parts=4, mark_claim=True)),
-                                      (256, PagingConfig(tickets=True, copy_parts=8, programs_per_sm=1))])
+                                      (256, PagingConfig(tickets=True, copy_parts=8, programs_per_sm=1)),
+                                      (256, PagingConfig(tickets=True, copy_parts=2, stream=True)),
+                                      (128, PagingConfig(stream=True, mark_copies=8, mark_spacing=32))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -389,6 +391,8 @@ def test_spec_validation():
         PagingConfig(tickets=True, copy_parts=8).check(PageSplitSpec(64, 1))
     with pytest.raises(ValueError, match=r"spread=True, tickets=True\) for page_split-sm120"):
         PagingConfig(spread=True, tickets=True).check(spec)
+    with pytest.raises(ValueError, match=r"spread=True, stream=True\) for page_split-sm120"):
+        PagingConfig(spread=True, stream=True).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
 
 
