@@ -102,11 +102,11 @@ def convert_problem(T, topk, page_size, num_reqs, max_blocks, gen):
     return req, table, local
 
 
-def touched_tokens(n_pages, P, hot_pages, shape, gen, invalid=0.1, contiguous=False):
-    """Token ids of ``shape`` over ``hot_pages`` random source pages (``contiguous``: consecutive
-    ones), a fraction ``invalid`` -1."""
+def touched_tokens(n_pages, P, hot_pages, shape, gen, invalid=0.1, consecutive=False):
+    """Token ids of ``shape`` over ``hot_pages`` random source pages (``consecutive``: a run of
+    consecutive ones), a fraction ``invalid`` -1."""
     hot = torch.randperm(n_pages, device=DEV, generator=gen)[:hot_pages]
-    if contiguous:
+    if consecutive:
         hot = torch.arange(hot_pages, device=DEV) + int(torch.randint(0, n_pages - hot_pages + 1, (1,)))
     tok = hot[torch.randint(0, hot.numel(), shape, device=DEV, generator=gen)] * P
     tok = (tok + torch.randint(0, P, tok.shape, device=DEV, generator=gen)).to(torch.int32)
@@ -150,18 +150,13 @@ def check_correctness(gen) -> list[str]:
                     torch.full((7,), -1, device=DEV, dtype=torch.int64)):  # nothing
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-            for cfg in (None, *[PagingConfig(1024, w, k, mark_copies=2, mark_spacing=32, tickets=True, copy_parts=p)
-                                for w, k, p in ((8, 4, 1), (4, 8, 2), (8, 4, 4), (4, 16, 8))],
-                        PagingConfig(1024, 8, 4, mark_copies=16, mark_spacing=32, stream=True)):
-                got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
-                                        out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-                assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
+            got = paging.page_split(src, src_page_size=P, touched_indices=tok,
+                                    out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
+            assert torch.equal(got, want), f"page_split {P} touched"
         checked.append(f"page_split {P}->64")
     spec = PageSplitSpec(256, 64, device_arch(DEV))
     for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), tickets=True, copy_parts=2, stream=True),
-                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, tickets=True, copy_parts=4)):
+                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True)):
         checked += check_graph_replay(gen, cfg)
     return checked
 
@@ -197,7 +192,6 @@ def check_graph_replay(gen, config=None) -> list[str]:
         assert torch.equal(slots, want_slots) and torch.equal(counts, want_counts), f"convert replay {i}"
     state = paging._list_buffers[src.device]
     assert int(state.marks.abs().sum()) == 0 and int(state.claims.abs().sum()) == 0, "page marks left set"
-    assert state.count[1:].tolist() == [0, 0], f"ticket counters left at {state.count[1:].tolist()}"
     return [f"page_split touched ({config or 'default'}) + convert_indices compact, CUDA graph replays"]
 
 
@@ -210,9 +204,8 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
     return row
 
 
-def _copy_name(cfg) -> str:
-    name = f"ticket copy /{cfg.copy_parts}" if cfg.tickets else "spread copy" if cfg.spread else "list copy"
-    return name + (" stream" if cfg.stream else "")
+def _copy_name(spread: bool) -> str:
+    return "spread copy" if spread else "list copy"
 
 
 def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -> list[dict]:
@@ -223,7 +216,7 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -
     mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
     first, second, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
                                                   ids.reshape(-1), src.shape[0], P // 64, cfg)
-    copy_name = _copy_name(cfg)
+    copy_name = _copy_name(cfg.spread)
     if cfg.mark_claim:
         steps = (("claim + " + copy_name, lambda: (first(), second(), copy())), (copy_name, copy))
     else:
@@ -281,40 +274,33 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     t = timed(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=few, out=dst), 50, repeats)
     rows.append(_split_row("page_split 256->64, touched", "4 pages, ids 256x2048", t, few_moved, few_copy,
                            few_best, target=False) | dict(config=str(cfg)))
-    # The copy kernels (list: destination pages strided over the grid; ticket /N: each program
-    # takes its next 1/N of a destination page from a counter), with the grid and the rows of
-    # marks, on the same two pools, and where the time goes.
-    # stream: evict_first loads and .cs stores in the copy.
-    variants = [dict(tickets=t, copy_parts=p, stream=st, mark_copies=c)
-                for t, p, st, c in ((False, 1, True, 2), (True, 2, False, 2), (True, 2, True, 2),
-                                    (False, 1, False, 8), (False, 1, True, 8), (True, 2, True, 8),
-                                    (False, 1, True, 16), (True, 2, True, 16), (True, 4, True, 4))]
+    # The same number of pages, consecutive in the pool: their marks crowd fewer L2 lines.
+    near = touched_tokens(n, P, touched, (256, 2048), gen, consecutive=True)
+    near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
+    # The mark kernel's rows of marks (copies) and bytes from one mark to the next (spacing: 32 is
+    # one L2 sector per mark, 128 one L2 line), on the three pools, and where the default's time goes.
+    variants = [dict(mark_copies=c, mark_spacing=g) for c, g in ((1, 128), (2, 64), (2, 128), (4, 128), (8, 32),
+                                                                 (8, 128))]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if mc.mark_claim else
                 f"mark dedup={mc.mark_dedup} copies={mc.mark_copies} check={mc.mark_check} "
                 f"spacing={mc.mark_spacing}")
-        label = f"{mark}, {_copy_name(mc)} w{mc.num_warps} x{mc.programs_per_sm}"
+        label = f"{mark}, {_copy_name(mc.spread)}"
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
-                                              (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False)):
+                                              (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False),
+                                              (near, f"{touched} consecutive pages, ids 256x2048", near_moved, copy,
+                                               best, True)):
             t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=mc),
                       inner, repeats)
             rows.append(_split_row(f"page_split 256->64, touched, {label}", what, t,
                                    m, cp, bst, target=target) | dict(config=str(mc)))
-    ticket = dataclasses.replace(cfg, tickets=True, copy_parts=2)
-    for c in (cfg, dataclasses.replace(cfg, stream=True), dataclasses.replace(ticket, stream=True)):
-        for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages")):
+    t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=near, out=dst), inner, repeats)
+    rows.append(_split_row("page_split 256->64, touched", f"{touched} consecutive pages, ids 256x2048", t,
+                           near_moved, copy, best) | dict(config=str(cfg)))
+    for c in (cfg, dataclasses.replace(cfg, mark_spacing=128)):
+        for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages"), (near, f"{touched} consecutive pages")):
             rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
-    # The same number of pages, consecutive in the pool: does scattering the pages cost the copy
-    # (address translation)?
-    near = touched_tokens(n, P, touched, (256, 2048), gen, contiguous=True)
-    near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
-    for c in (cfg, dataclasses.replace(ticket, stream=True)):
-        t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=near, out=dst, config=c),
-                  inner, repeats)
-        rows.append(_split_row(f"page_split 256->64, touched, {_copy_name(c)}", f"{touched} consecutive pages",
-                               t, near_moved, copy, best) | dict(config=str(c)))
-        rows += touched_breakdown(src, dst, near, c, f"{touched} consecutive pages", inner, repeats)
     sweep_rows = []
     if sweep:
         for spread in (False, True):
@@ -322,7 +308,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
                 c = dataclasses.replace(cfg, num_warps=warps, programs_per_sm=per_sm, spread=spread)
                 ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
                            inner, repeats)
-                sweep_rows.append(_split_row(f"page_split touched, {_copy_name(c)}",
+                sweep_rows.append(_split_row(f"page_split touched, {_copy_name(spread)}",
                                              f"num_warps={warps}, programs_per_sm={per_sm}", ts, moved, copy, best)
                                   | dict(config=str(c)))
 

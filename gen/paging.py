@@ -51,10 +51,7 @@ class PagingConfig:
     ``mark_check``: store a mark only where a load of it reads 0 (fewer scattered stores),
     ``mark_spacing``: bytes from one page's mark to the next (32: one L2 sector per mark),
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
-    ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words),
-    ``tickets``: copy them with page_split_ticket<copy_parts>_kernel (each program takes its next
-    1/copy_parts of a destination page from a counter), ``stream``: the list and ticket copies
-    load with evict_first and store with .cs (streaming) hints."""
+    ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -65,9 +62,6 @@ class PagingConfig:
     mark_claim: bool = False
     spread: bool = False
     mark_spacing: int = 1
-    tickets: bool = False
-    copy_parts: int = 1
-    stream: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -79,7 +73,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread", "tickets", "stream"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -89,40 +83,7 @@ class PagingConfig:
         if not _pow2(self.mark_spacing) or not 1 <= self.mark_spacing <= 128:
             raise ValueError(f"PagingConfig.mark_spacing={self.mark_spacing!r} for {spec.key}: "
                              f"expected a power of two in 1..128")
-        parts = spec.ticket_parts() if hasattr(spec, "ticket_parts") else (1, 2, 4, 8)
-        if self.copy_parts not in parts:
-            raise ValueError(f"PagingConfig.copy_parts={self.copy_parts!r} for {spec.key}: "
-                             f"expected one of {', '.join(map(str, parts))}")
-        if self.spread and self.tickets:
-            raise ValueError(f"PagingConfig(spread=True, tickets=True) for {spec.key}: "
-                             f"expected at most one of the two copy kernels")
-        if self.spread and self.stream:
-            raise ValueError(f"PagingConfig(spread=True, stream=True) for {spec.key}: the spread copy "
-                             f"takes no cache hints; expected stream=False with spread")
         return self
-
-
-def _pieces(kind: str, words: int, dst0: int) -> list[dict]:
-    """``words`` 8-byte words as power-of-two pieces of at most PIECE_WORDS, largest first (src:
-    offset in the region, dst: dst0 + that offset)."""
-    pieces, off = [], 0
-    while off < words:
-        size = min(PIECE_WORDS, 1 << ((words - off).bit_length() - 1))
-        pieces.append(dict(kind=kind, src=off, dst=dst0 + off, size=size))
-        off += size
-    return pieces
-
-
-def _group(pieces: list[dict]) -> list[list[dict]]:
-    """Consecutive pieces grouped into at most INFLIGHT_WORDS words per group (a group's loads are
-    all issued before its stores)."""
-    groups, words = [[]], 0
-    for p in pieces:
-        if words + p["size"] > INFLIGHT_WORDS:
-            groups, words = groups + [[]], 0
-        groups[-1].append(p)
-        words += p["size"]
-    return groups
 
 
 class _Spec:
@@ -213,7 +174,7 @@ class PageSplitSpec(_Spec):
                     data_words=D * M1_DATA_ROW_BYTES // 8,
                     scale_words=D * M1_SCALE_ROW_BYTES // 8,
                     src_scale_words=P * M1_DATA_ROW_BYTES // 8,
-                    groups=self.copy_groups(), tickets=self.ticket_kernels(), **self.spread_chunks())
+                    groups=self.copy_groups(), **self.spread_chunks())
 
     def spread_chunks(self) -> dict:
         """page_split_spread_kernel's data chunk: the largest power of two of at most
@@ -225,29 +186,26 @@ class PageSplitSpec(_Spec):
         return dict(chunk_words=chunk, chunks_per_part=data_words // chunk, unroll=SPREAD_UNROLL,
                     scale_block=min(1024, next_pow2(scale_words)))
 
-    def ticket_parts(self) -> tuple[int, ...]:
-        """Pieces per destination page the ticket copy can take: each piece's data words a
-        multiple of 2 (16-byte accesses), at most 8 pieces."""
-        data_words = self.dst_page_size * M1_DATA_ROW_BYTES // 8
-        return tuple(p for p in (1, 2, 4, 8) if data_words % (2 * p) == 0)
-
-    def ticket_kernels(self) -> list[dict]:
-        """One page_split_ticket<parts>_kernel per ``ticket_parts``: the data words of one piece as
-        power-of-two pieces grouped as in ``copy_groups`` (offsets from the piece's start), and
-        the scale rows of a destination page (copied with its last piece)."""
-        D = self.dst_page_size
-        data_words, scale_words = D * M1_DATA_ROW_BYTES // 8, D * M1_SCALE_ROW_BYTES // 8
-        return [dict(parts=p, sub_words=data_words // p, groups=_group(_pieces("data", data_words // p, 0)),
-                     scale=_pieces("scale", scale_words, 0))
-                for p in self.ticket_parts()]
-
     def copy_groups(self) -> list[list[dict]]:
         """One destination page's words as power-of-two pieces of at most PIECE_WORDS (each a dict
         of kind "data"/"scale", src: offset in that region of the source part, dst: offset in the
         destination page, size), grouped into at most INFLIGHT_WORDS words per group."""
         D = self.dst_page_size
-        data_words = D * M1_DATA_ROW_BYTES // 8
-        return _group(_pieces("data", data_words, 0) + _pieces("scale", D * M1_SCALE_ROW_BYTES // 8, data_words))
+        pieces = []
+        for kind, words, dst0 in (("data", D * M1_DATA_ROW_BYTES // 8, 0),
+                                  ("scale", D * M1_SCALE_ROW_BYTES // 8, D * M1_DATA_ROW_BYTES // 8)):
+            off = 0
+            while off < words:
+                size = min(PIECE_WORDS, 1 << ((words - off).bit_length() - 1))
+                pieces.append(dict(kind=kind, src=off, dst=dst0 + off, size=size))
+                off += size
+        groups, words = [[]], 0
+        for p in pieces:
+            if words + p["size"] > INFLIGHT_WORDS:
+                groups, words = groups + [[]], 0
+            groups[-1].append(p)
+            words += p["size"]
+        return groups
 
     def default_config(self, touched: bool = False) -> PagingConfig:
         """Every page: ``block`` words per step, one program per destination page. Touched pages
@@ -274,8 +232,6 @@ _ARG_TYPES = {
     "page_claim_kernel": dict(touched="*i32", claims="*i32", pages="*i32", count="*i32"),
     "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
     "page_split_spread_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
-    **{f"page_split_ticket{p}_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32")
-       for p in (1, 2, 4, 8)},
 }
 
 
@@ -296,15 +252,8 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
             ("page_compact_kernel", dict(BLOCK=COMPACT_BLOCK, COPIES=touched.mark_copies,
                                          SPACING=touched.mark_spacing), PagingConfig(COMPACT_BLOCK, 4)),
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
-            *[(k, dict(CLEAR=c), touched) for c in (False, True) for k in ("page_split_spread_kernel",)],
-            *[(k, dict(CLEAR=c, **stream_hints(s)), touched)
-              for k in ("page_split_list_kernel", *[f"page_split_ticket{p}_kernel" for p in spec.ticket_parts()])
-              for c, s in ((False, False), (True, True))]]  # (CLEAR adds one store; each pair once)
-
-
-def stream_hints(stream: bool) -> dict:
-    """The list and ticket copies' cache hints (PagingConfig.stream)."""
-    return dict(EVICT="evict_first" if stream else "", STORE_CACHE=".cs" if stream else "")
+            *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel")
+              for c in (False, True)]]
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec,
-                                  stream_hints)
+from sparsemla.gen.paging import COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
 from sparsemla.gen.render import interpreting, load_module
 
 from .api import device_arch
@@ -183,8 +182,7 @@ def page_split_reference(src_pages, *, src_page_size, dst_page_size=64, touched_
 class _PageList:
     """page_split's device state for touched pages, one per device: marks (int8 per source page,
     ``spacing`` bytes apart, in as many rows as the config's mark_copies),
-    pages (the list of distinct touched source pages) and count (its length, then the ticket
-    copy's two counters). Between calls every
+    pages (the list of distinct touched source pages) and count (its length). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
     claims and lists, the copy clears the claims), all on the device, so a call replays from a
@@ -196,8 +194,7 @@ class _PageList:
         self.marks = torch.zeros(mark_bytes, dtype=torch.int8, device=device)
         self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
-        # The list's length, then the ticket copy's ticket counter and finished programs (0 between calls).
-        self.count = torch.zeros(3, dtype=torch.int32, device=device)
+        self.count = torch.zeros(1, dtype=torch.int32, device=device)
 
 
 def _page_list(device, num_pages: int, mark_bytes: int) -> _PageList:
@@ -231,7 +228,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``tickets`` and ``copy_parts``, ``stream``, ``mark_claim``, ``mark_dedup``,
+    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_claim``, ``mark_dedup``,
     ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``). With touched_indices the kernels
     keep state on the device (see ``_PageList``): make one call before capturing a CUDA graph,
     and keep the calls of one device on one stream.
@@ -303,13 +300,9 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     state = _page_list(dev, N, cfg.mark_copies * N * cfg.mark_spacing)
     id_grid = (-(-tok.numel() // MARK_BLOCK),)  # one program per MARK_BLOCK token ids
     grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
-    hints = {} if cfg.spread else stream_hints(cfg.stream)
-    if cfg.tickets:
-        copy_kernel = getattr(mod, f"page_split_ticket{cfg.copy_parts}_kernel")
-    else:
-        copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
+    copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
     copy = (lambda: copy_kernel[(grid,)](src64, dst64, state.pages, state.count, N, state.claims,
-                                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps, **hints))
+                                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps))
     if cfg.mark_claim:
         return (state.count.zero_,
                 lambda: mod.page_claim_kernel[id_grid](

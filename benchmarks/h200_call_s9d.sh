@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Session 9, fourth call: the paging benchmark with wider mark spacing (64 and 128 B: one L2 line
+# per mark) and rows of marks, on the scattered, the 4-page and a consecutive-pages pool (whose
+# marks crowd fewer L2 lines). $OUT is packed into one archive.
+set -u
+export PYTHONUNBUFFERED=1
+timeout ${PAGING_LIMIT:-200} python3 benchmarks/bench_paging.py --no-sweep --out "$OUT" 2>&1 | grep -v Warn > "$OUT/paging.log"
+echo "== paging rc=$?"; grep -i "touched\|error\|Traceback" "$OUT/paging.log" | grep -v "^|" | cut -c1-150
+tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
