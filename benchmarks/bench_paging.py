@@ -279,8 +279,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
     # The mark kernel's rows of marks (copies) and bytes from one mark to the next (spacing: 32 is
     # one L2 sector per mark, 128 one L2 line), on the three pools, and where the default's time goes.
-    variants = [dict(mark_copies=c, mark_spacing=g) for c, g in ((1, 128), (2, 64), (2, 128), (4, 128), (8, 32),
-                                                                 (8, 128))]
+    variants = [dict(mark_copies=c, mark_spacing=g) for c, g in ((2, 32), (1, 128), (4, 128), (8, 32))]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if mc.mark_claim else
@@ -298,7 +297,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=near, out=dst), inner, repeats)
     rows.append(_split_row("page_split 256->64, touched", f"{touched} consecutive pages, ids 256x2048", t,
                            near_moved, copy, best) | dict(config=str(cfg)))
-    for c in (cfg, dataclasses.replace(cfg, mark_spacing=128)):
+    for c in (cfg, dataclasses.replace(cfg, mark_spacing=32)):
         for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages"), (near, f"{touched} consecutive pages")):
             rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
     sweep_rows = []
