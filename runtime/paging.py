@@ -230,7 +230,8 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
     ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_claim``, ``mark_dedup``,
     ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``). With touched_indices the kernels
-    keep state on the device (see ``_PageList``): make one call before capturing a CUDA graph,
+    keep state on the device (see ``_PageList``; the default's marks take 2 x 128 B per source page):
+    make one call before capturing a CUDA graph,
     and keep the calls of one device on one stream.
     """
     _positive_int("src_page_size", src_page_size)
