@@ -278,7 +278,8 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     near = touched_tokens(n, P, touched, (256, 2048), gen, consecutive=True)
     near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
     # The mark kernel's rows of marks (copies) and bytes from one mark to the next (spacing: 32 is
-    # one L2 sector per mark, 128 one L2 line), on the three pools, and where the default's time goes.
+    # one L2 sector per mark, 128 one L2 line; 2 rows 32 B apart was the session 8 default), on the
+    # three pools, and where the default's time goes.
     variants = [dict(mark_copies=c, mark_spacing=g) for c, g in ((2, 32), (1, 128), (4, 128), (8, 32))]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)

@@ -3,7 +3,8 @@
 # loads, .cs stores) and more rows of marks; the bf16 and fp8 rows at H = 16 and 32 (T = 1..256)
 # re-tuned with l2_prefetch searched (5 configs per study, the shipped config and its on/off twins
 # first), then re-benched with the run's table ($OUT/tuned, which the bench reads before the
-# package's), H = 32 first. $OUT is packed into one archive.
+# package's), H = 32 first. $OUT is packed into one archive. (The cache hints were removed after
+# this call; run again, it measures the current paging benchmark.)
 set -u
 export PYTHONUNBUFFERED=1
 if [ "${PAGING:-1}" != 0 ]; then
