@@ -107,28 +107,49 @@ def compile_many(jobs, kernel: str = "sparse_mla_fwd") -> list[CompileReport]:
     return [CompileReport(**{**r, "config": Config(**r["config"])}) for r in out]
 
 
+def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd"):
+    """Triton's compiled kernel (``.asm`` holds ttgir, ptx, cubin; ``.metadata.shared``) of
+    ``kernel`` of ``spec``'s module with ``config`` for ``arch``; raises what the compiler raises.
+    Not under the interpreter (see ``compile_many``)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    config.check(spec)
+    fn = getattr(load_compilable_module(spec), kernel)
+    constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n,
+                  "INDEX_PREFETCH": config.index_prefetch, "P_EXCHANGE": config.p_exchange,
+                  "L2_PREFETCH": config.l2_prefetch,
+                  "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
+    constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
+    sig, attrs = _signature(fn, spec, constexprs)
+    return triton.compile(ASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
+                          options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+
+
+def sass_opcode_counts(cubin: bytes, opcodes=("HGMMA", "HMMA", "LDGSTS", "STL", "LDL")) -> dict[str, int]:
+    """How many instructions of each opcode the cubin's SASS holds (Triton's bundled cuobjdump):
+    HGMMA is Hopper's warpgroup MMA, HMMA the older per-warp MMA, LDGSTS cp.async, STL/LDL spills."""
+    from triton import knobs
+
+    cuobjdump = knobs.nvidia.cuobjdump.path
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        sass = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True, check=True).stdout
+    ops = re.findall(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9]*)", sass, re.M)
+    return {op: sum(1 for o in ops if o == op) for op in opcodes}
+
+
 def compile_for_arch(spec: KernelSpec, config: Config, arch: str | None = None,
                      kernel: str = "sparse_mla_fwd") -> CompileReport:
     """Compile ``kernel`` of ``spec``'s module with ``config`` for ``arch`` (default spec.arch)."""
     if interpreting():
         return compile_many([(spec, config, arch or spec.arch)], kernel)[0]
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     arch = arch or spec.arch
     try:
-        config.check(spec)
-        fn = getattr(load_compilable_module(spec), kernel)
-        constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n,
-                      "INDEX_PREFETCH": config.index_prefetch, "P_EXCHANGE": config.p_exchange,
-                      "L2_PREFETCH": config.l2_prefetch,
-                      "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
-        constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
-        sig, attrs = _signature(fn, spec, constexprs)
-        src = ASTSource(fn, sig, constexprs, attrs)
-        compiled = triton.compile(src, target=GPUTarget("cuda", ARCHS[arch].cc, 32),
-                                  options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+        compiled = compile_kernel(spec, config, arch, kernel)
         shared = compiled.metadata.shared
         regs, spills = _ptxas_resources(compiled.asm["ptx"], arch)
         return CompileReport(spec.key, config, arch, True, shared, regs, spills)

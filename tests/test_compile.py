@@ -75,3 +75,34 @@ def test_p_exchange_compiles_and_keeps_the_kv_pipeline():
         assert r.ok and r.fits, r.line()
     auto_1, auto_2 = reports[0], reports[1]
     assert auto_2.shared_bytes >= auto_1.shared_bytes + 64 * 512 * 2, (auto_1.line(), auto_2.line())
+
+
+_SASS_SCRIPT = """
+import json
+from sparsemla.gen.compile_check import compile_kernel, sass_opcode_counts
+from sparsemla.gen.spec import Config, KernelSpec
+out = {}
+for arch, block_h, stages in (("sm90", 64, 2), ("sm90", 16, 2), ("sm120", 64, 1)):
+    spec = KernelSpec(kv_format="auto", num_heads=64, arch=arch)
+    compiled = compile_kernel(spec, Config(block_h, 64, 1, 4 if block_h == 16 else 8, stages), arch)
+    out[f"{arch} h{block_h}"] = sass_opcode_counts(compiled.asm["cubin"])
+print(json.dumps(out))
+"""
+
+
+def test_sass_shows_which_mma_each_variant_runs_on():
+    # Hopper's warpgroup MMA (HGMMA) needs 64 rows per warp group: a 64-head block runs on it on
+    # sm_90a; a 16-head block, and every block on sm_120 (no wgmma), run on the per-warp HMMA.
+    import json
+    import os
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "-c", _SASS_SCRIPT], env=dict(os.environ, TRITON_INTERPRET="0"),
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    counts = json.loads(res.stdout.strip().splitlines()[-1])
+    assert counts["sm90 h64"]["HGMMA"] > 0 and counts["sm90 h64"]["HMMA"] == 0, counts
+    assert counts["sm90 h16"]["HGMMA"] == 0 and counts["sm90 h16"]["HMMA"] > 0, counts
+    assert counts["sm120 h64"]["HGMMA"] == 0 and counts["sm120 h64"]["HMMA"] > 0, counts
+    # With 2 stages the pipeliner gathers the next KV tile with cp.async while this one is used.
+    assert counts["sm90 h64"]["LDGSTS"] > 0 and counts["sm90 h16"]["LDGSTS"] > 0, counts
