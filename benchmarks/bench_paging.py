@@ -150,13 +150,15 @@ def check_correctness(gen) -> list[str]:
                     torch.full((7,), -1, device=DEV, dtype=torch.int64)):  # nothing
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-            got = paging.page_split(src, src_page_size=P, touched_indices=tok,
-                                    out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-            assert torch.equal(got, want), f"page_split {P} touched"
+            for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, spread=True)):
+                got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
+                                        out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
+                assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
         checked.append(f"page_split {P}->64")
     spec = PageSplitSpec(256, 64, device_arch(DEV))
     for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True)):
+                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True),
+                dataclasses.replace(spec.default_config(touched=True), lead_split=8)):
         checked += check_graph_replay(gen, cfg)
     return checked
 
@@ -278,14 +280,16 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     near = touched_tokens(n, P, touched, (256, 2048), gen, consecutive=True)
     near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
     # The mark kernel's rows of marks (copies) and bytes from one mark to the next (spacing: 32 is
-    # one L2 sector per mark, 128 one L2 line; 2 rows 32 B apart was the session 8 default), on the
+    # one L2 sector per mark, 128 one L2 line; 2 rows 32 B apart was the session 8 default), and a
+    # lead share of the ids (lead_split: its pages' copy overlaps the marking of the rest), on the
     # three pools, and where the default's time goes.
-    variants = [dict(mark_copies=c, mark_spacing=g) for c, g in ((2, 32), (1, 128), (4, 128), (8, 32))]
+    variants = [dict(mark_copies=c, mark_spacing=g) for c, g in ((2, 32), (8, 32))]
+    variants += [dict(lead_split=s) for s in (4, 8, 16, 32, 64)] + [dict(lead_split=16, mark_copies=4)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         mark = ("claim" if mc.mark_claim else
                 f"mark dedup={mc.mark_dedup} copies={mc.mark_copies} check={mc.mark_check} "
-                f"spacing={mc.mark_spacing}")
+                f"spacing={mc.mark_spacing}" + (f" lead 1/{mc.lead_split}" if mc.lead_split else ""))
         label = f"{mark}, {_copy_name(mc.spread)}"
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False),

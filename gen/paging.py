@@ -51,7 +51,9 @@ class PagingConfig:
     ``mark_check``: store a mark only where a load of it reads 0 (fewer scattered stores),
     ``mark_spacing``: bytes from one page's mark to the next (32: one L2 sector per mark),
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
-    ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words)."""
+    ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words),
+    ``lead_split``: 0, or mark and list the first 1/lead_split of the ids first and copy their
+    pages on a side stream while the rest are marked (a page is listed once either way)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -62,6 +64,7 @@ class PagingConfig:
     mark_claim: bool = False
     spread: bool = False
     mark_spacing: int = 1
+    lead_split: int = 0
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -83,6 +86,13 @@ class PagingConfig:
         if not _pow2(self.mark_spacing) or not 1 <= self.mark_spacing <= 128:
             raise ValueError(f"PagingConfig.mark_spacing={self.mark_spacing!r} for {spec.key}: "
                              f"expected a power of two in 1..128")
+        if self.lead_split and (not _pow2(self.lead_split) or not 2 <= self.lead_split <= 64):
+            raise ValueError(f"PagingConfig.lead_split={self.lead_split!r} for {spec.key}: "
+                             f"expected 0 or a power of two in 2..64")
+        if self.lead_split and (self.mark_claim or self.mark_dedup):
+            raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
+                             f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
+                             f"mark kernel; expected mark_claim=False and mark_dedup=False")
         return self
 
 
@@ -251,8 +261,9 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
             *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d, COPIES=touched.mark_copies, CHECK=c,
                                         SPACING=touched.mark_spacing),
                PagingConfig(MARK_BLOCK, 4)) for d, c in ((False, False), (True, False), (False, True))],
-            ("page_compact_kernel", dict(BLOCK=COMPACT_BLOCK, COPIES=touched.mark_copies,
-                                         SPACING=touched.mark_spacing), PagingConfig(COMPACT_BLOCK, 4)),
+            *[("page_compact_kernel", dict(BLOCK=COMPACT_BLOCK, COPIES=touched.mark_copies,
+                                           SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
+              for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
             *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel")
               for c in (False, True)]]

@@ -195,6 +195,10 @@ class _PageList:
         self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
         self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
         self.count = torch.zeros(1, dtype=torch.int32, device=device)
+        # lead_split: the lead share's list, and the side stream its copy runs on
+        self.lead_pages = torch.empty(capacity, dtype=torch.int32, device=device)
+        self.lead_count = torch.zeros(1, dtype=torch.int32, device=device)
+        self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
 
 
 def _page_list(device, num_pages: int, mark_bytes: int) -> _PageList:
@@ -228,7 +232,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``mark_claim``, ``mark_dedup``,
+    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``lead_split``, ``mark_claim``, ``mark_dedup``,
     ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``). With touched_indices the kernels
     keep state on the device (see ``_PageList``; the default's marks take 2 x 128 B per source page):
     make one call before capturing a CUDA graph,
@@ -289,6 +293,9 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
         return out
     # The list of distinct touched source pages, then a fixed grid striding over it: no host sync,
     # and only the listed pages' bytes move.
+    if cfg.lead_split:
+        _touched_with_lead(mod, src64, dst64, tok, N, ratio, cfg)
+        return out
     for launch in touched_launches(mod, src64, dst64, tok, N, ratio, cfg):
         launch()
     return out
@@ -309,10 +316,51 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
                 lambda: mod.page_claim_kernel[id_grid](
                     tok, tok.numel(), state.claims, N, state.pages, state.count, BLOCK=MARK_BLOCK, num_warps=4),
                 copy)
-    return (lambda: mod.page_mark_kernel[id_grid](
-                tok, tok.numel(), state.marks, N, state.count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
-                COPIES=cfg.mark_copies, CHECK=bool(cfg.mark_check), SPACING=cfg.mark_spacing, num_warps=4),
-            lambda: mod.page_compact_kernel[(-(-N // COMPACT_BLOCK),)](
-                state.marks, N, state.pages, state.count, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies,
-                SPACING=cfg.mark_spacing, num_warps=4),
+    return (_mark(mod, state, tok, N, cfg, state.count, bool(cfg.mark_check)),
+            _compact(mod, state, N, cfg, state.pages, state.count, lead=False),
             copy)
+
+
+def _mark(mod, state, tok, N: int, cfg, count, check: bool):
+    return lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
+        tok, tok.numel(), state.marks, N, count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
+        COPIES=cfg.mark_copies, CHECK=check, SPACING=cfg.mark_spacing, num_warps=4)
+
+
+def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
+    return lambda: mod.page_compact_kernel[(-(-N // COMPACT_BLOCK),)](
+        state.marks, N, pages, count, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies, SPACING=cfg.mark_spacing,
+        LEAD=lead, num_warps=4)
+
+
+def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
+    """page_split of touched pages with a lead share (``cfg.lead_split``): mark and list the pages
+    of the first 1/lead_split of the ids (their marks become 2), copy them on the side stream
+    while the rest of the ids mark only unlisted pages (CHECK), then list and copy those and
+    join. With scattered ids the lead share already names nearly every page, so the big copy
+    starts after a short mark instead of the whole one. Under the interpreter: one stream."""
+    dev = src64.device
+    state = _page_list(dev, N, cfg.mark_copies * N * cfg.mark_spacing)
+    lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # 16 ids: the rest stays 64 B aligned
+    grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(dev)),)
+
+    def copy(pages, count):
+        kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
+        kernel[grid](src64, dst64, pages, count, N, state.claims, CLEAR=False, num_warps=cfg.num_warps)
+    _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
+    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
+    main = torch.cuda.current_stream(dev) if state.side is not None else None
+    if main is not None:
+        state.side.wait_stream(main)
+        with torch.cuda.stream(state.side):
+            copy(state.lead_pages, state.lead_count)
+    else:
+        copy(state.lead_pages, state.lead_count)
+    if lead < tok.numel():
+        _mark(mod, state, tok[lead:], N, cfg, state.count, True)()
+    else:
+        state.count.zero_()
+    _compact(mod, state, N, cfg, state.pages, state.count, lead=False)()  # also clears the lead's 2s
+    copy(state.pages, state.count)
+    if main is not None:
+        main.wait_stream(state.side)

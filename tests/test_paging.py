@@ -247,7 +247,10 @@ def _check_touched(src, got, P, pages, D=64):
                                       (256, PagingConfig(spread=True, programs_per_sm=5)),
                                       (128, PagingConfig(spread=True, programs_per_sm=1, mark_check=True)),
                                       (256, PagingConfig(mark_claim=True, programs_per_sm=3)),
-                                      (512, PagingConfig(mark_claim=True, spread=True, programs_per_sm=2))])
+                                      (512, PagingConfig(mark_claim=True, spread=True, programs_per_sm=2)),
+                                      (256, PagingConfig(lead_split=2)),
+                                      (512, PagingConfig(lead_split=4, mark_copies=2, mark_spacing=128)),
+                                      (128, PagingConfig(lead_split=64, mark_check=True, spread=True))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -256,6 +259,7 @@ def test_page_split_touched_list_strides_and_resets(P, config):
     N, D = 12, 64
     src = _pool(gen, N, P)
     shape = (N * P // D, model1_page_bytes(D))
+    rest_listed = 0  # lead_split: pages first named after the lead share
     for pages in ([0, 5, 6, 11, 3, 9, 1], [2, 5], list(range(N)), [7]):
         tok = _touched_problem(gen, N, P, pages, dtype=torch.int64 if P == 512 else torch.int32)
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
@@ -265,7 +269,14 @@ def test_page_split_touched_list_strides_and_resets(P, config):
         assert torch.equal(got, page_split_reference(src, src_page_size=P, touched_indices=tok,
                                                      out=torch.full(shape, SENTINEL, dtype=torch.uint8)))
         state = paging._list_buffers[src.device]
-        assert (state.marks == 0).all() and (state.claims == 0).all() and int(state.count) == len(pages), pages
+        listed = state.pages[:int(state.count)].tolist()
+        if config is not None and config.lead_split:  # the lead share's pages, then only new ones
+            rest_listed += len(listed)
+            listed += state.lead_pages[:int(state.lead_count)].tolist()
+        assert sorted(listed) == sorted(pages), (listed, pages)  # each page listed once
+        assert (state.marks == 0).all() and (state.claims == 0).all(), pages
+    if config is not None and config.lead_split >= 4:
+        assert rest_listed > 0  # the second list and copy ran on some call
     # No token at all (an empty tensor, or only -1): nothing is written.
     for tok in (torch.empty(0, dtype=torch.int32), torch.full((2, 5), -1, dtype=torch.int32)):
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
@@ -294,7 +305,7 @@ def test_page_mark_and_compact_list_each_page_once():
         if copies > 1:
             assert (marks.sum((1, 2)) > 0).sum() > 1  # the programs spread over the rows
         mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, BLOCK=block, COPIES=copies,
-                                                   SPACING=spacing)
+                                                   SPACING=spacing, LEAD=False)
         assert int(count) == len(pages)
         assert sorted(listed[:len(pages)].tolist()) == sorted(pages)
         assert (listed[len(pages):] == -7).all()
@@ -378,6 +389,10 @@ def test_spec_validation():
         PagingConfig(100, 4).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.programs_per_sm=0 for page_split-sm120"):
         PagingConfig(512, 8, 0).check(spec)
+    with pytest.raises(ValueError, match=r"PagingConfig.lead_split=3 for page_split-sm120.*power of two"):
+        PagingConfig(lead_split=3).check(spec)
+    with pytest.raises(ValueError, match=r"lead_split=8, mark_claim=False, mark_dedup=True\) for page_split-sm120"):
+        PagingConfig(lead_split=8, mark_dedup=True).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
 
 
