@@ -322,12 +322,14 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
 
 
 def _mark(mod, state, tok, N: int, cfg, count, check: bool):
+    """The mark kernel's launch over ``tok`` (it zeroes ``count``, the list it precedes)."""
     return lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
         tok, tok.numel(), state.marks, N, count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
         COPIES=cfg.mark_copies, CHECK=check, SPACING=cfg.mark_spacing, num_warps=4)
 
 
 def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
+    """The compact kernel's launch into ``pages[0:count]`` (``lead``: marks of listed pages become 2)."""
     return lambda: mod.page_compact_kernel[(-(-N // COMPACT_BLOCK),)](
         state.marks, N, pages, count, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies, SPACING=cfg.mark_spacing,
         LEAD=lead, num_warps=4)
@@ -341,7 +343,7 @@ def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     starts after a short mark instead of the whole one. Under the interpreter: one stream."""
     dev = src64.device
     state = _page_list(dev, N, cfg.mark_copies * N * cfg.mark_spacing)
-    lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # 16 ids: the rest stays 64 B aligned
+    lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
     grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(dev)),)
 
     def copy(pages, count):
