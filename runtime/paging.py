@@ -201,9 +201,10 @@ class _PageList:
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
 
 
-def _page_list(device, num_pages: int, mark_bytes: int) -> _PageList:
-    """The device's state, reallocated when it holds fewer than ``num_pages`` pages or
-    ``mark_bytes`` of marks (mark_copies rows of num_pages marks, mark_spacing bytes apart)."""
+def _page_list(device, num_pages: int, cfg) -> _PageList:
+    """The device's state, reallocated when it holds fewer than ``num_pages`` pages or fewer
+    marks than ``cfg`` needs (mark_copies rows of num_pages marks, mark_spacing bytes apart)."""
+    mark_bytes = cfg.mark_copies * num_pages * cfg.mark_spacing
     state = _list_buffers.get(device)
     if state is None or state.capacity < num_pages or state.marks.numel() < mark_bytes:
         state = _PageList(device, max(num_pages, 1), max(mark_bytes, 1))
@@ -232,11 +233,11 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``lead_split``, ``mark_claim``, ``mark_dedup``,
-    ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``). With touched_indices the kernels
-    keep state on the device (see ``_PageList``; the default's marks take 2 x 128 B per source page):
-    make one call before capturing a CUDA graph,
-    and keep the calls of one device on one stream.
+    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``lead_split``, ``mark_claim``,
+    ``mark_dedup``, ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``).
+    With touched_indices the kernels keep state on the device (see ``_PageList``; the default's
+    marks take 2 x 128 B per source page): make one call before capturing a CUDA graph, and keep
+    the calls of one device on one stream.
     """
     _positive_int("src_page_size", src_page_size)
     _positive_int("dst_page_size", dst_page_size)
@@ -304,16 +305,11 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
 def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     """page_split's three launches for touched pages, in order: mark, compact (or with
     mark_claim: zero the count, claim), copy (separate so a benchmark can time each)."""
-    dev = src64.device
-    state = _page_list(dev, N, cfg.mark_copies * N * cfg.mark_spacing)
-    id_grid = (-(-tok.numel() // MARK_BLOCK),)  # one program per MARK_BLOCK token ids
-    grid = min(N * ratio, cfg.programs_per_sm * _num_sms(dev))
-    copy_kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
-    copy = (lambda: copy_kernel[(grid,)](src64, dst64, state.pages, state.count, N, state.claims,
-                                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps))
+    state = _page_list(src64.device, N, cfg)
+    copy = _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count)
     if cfg.mark_claim:
         return (state.count.zero_,
-                lambda: mod.page_claim_kernel[id_grid](
+                lambda: mod.page_claim_kernel[(-(-tok.numel() // MARK_BLOCK),)](
                     tok, tok.numel(), state.claims, N, state.pages, state.count, BLOCK=MARK_BLOCK, num_warps=4),
                 copy)
     return (_mark(mod, state, tok, N, cfg, state.count, bool(cfg.mark_check)),
@@ -335,34 +331,38 @@ def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
         LEAD=lead, num_warps=4)
 
 
+def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count):
+    """The copy kernel's launch over ``pages[0:count]``: a fixed grid of a few programs per SM
+    (with mark_claim it clears the claims of the pages it copies)."""
+    grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(src64.device)),)
+    kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
+    return lambda: kernel[grid](src64, dst64, pages, count, N, state.claims, CLEAR=bool(cfg.mark_claim),
+                                num_warps=cfg.num_warps)
+
+
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     """page_split of touched pages with a lead share (``cfg.lead_split``): mark and list the pages
     of the first 1/lead_split of the ids (their marks become 2), copy them on the side stream
     while the rest of the ids mark only unlisted pages (CHECK), then list and copy those and
     join. With scattered ids the lead share already names nearly every page, so the big copy
     starts after a short mark instead of the whole one. Under the interpreter: one stream."""
-    dev = src64.device
-    state = _page_list(dev, N, cfg.mark_copies * N * cfg.mark_spacing)
+    state = _page_list(src64.device, N, cfg)
     lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
-    grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(dev)),)
-
-    def copy(pages, count):
-        kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
-        kernel[grid](src64, dst64, pages, count, N, state.claims, CLEAR=False, num_warps=cfg.num_warps)
     _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
     _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
-    main = torch.cuda.current_stream(dev) if state.side is not None else None
+    copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count)
+    main = torch.cuda.current_stream(src64.device) if state.side is not None else None
     if main is not None:
         state.side.wait_stream(main)
         with torch.cuda.stream(state.side):
-            copy(state.lead_pages, state.lead_count)
+            copy_lead()
     else:
-        copy(state.lead_pages, state.lead_count)
+        copy_lead()
     if lead < tok.numel():
         _mark(mod, state, tok[lead:], N, cfg, state.count, True)()
     else:
         state.count.zero_()
     _compact(mod, state, N, cfg, state.pages, state.count, lead=False)()  # also clears the lead's 2s
-    copy(state.pages, state.count)
+    _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count)()
     if main is not None:
         main.wait_stream(state.side)
