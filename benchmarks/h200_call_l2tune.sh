@@ -7,7 +7,8 @@
 # $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 F=${FORMATS:-fp8_ds_mla,model1,fp8,bf16}
 PARALLEL=8 bash benchmarks/h200_tune.sh $F ${TRIALS:-5} ${LIMIT:-400} "--heads 128 --tokens 1,4,16,32,64,128,256"
 PARALLEL=8 bash benchmarks/h200_tune.sh $F ${TRIALS:-5} ${LIMIT16:-110} "--heads 16 --tokens 256"
-tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+pack_out

@@ -4,14 +4,13 @@
 # the ones before it. Run after the tuned table is merged. $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 end=$(( $(date +%s) + ${LIMIT:-540} ))
 for f in ${FORMATS:-fp8_ds_mla model1 fp8 bf16}; do
   for ht in "128 1,4,16,32,64,128,256" "16 256"; do
     set -- $ht
     left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break 2
-    timeout $left python3 -m sparsemla.cli bench --no-prefill --formats $f --tokens $2 --heads $1 \
-      --out "$OUT/bench_${f}_h$1" 2>&1 | grep -v Warn > "$OUT/bench_${f}_h$1.log"
-    echo "== bench $f H=$1 rc=$?"; grep "^| $f " "$OUT/bench_${f}_h$1.log" | sort -u | cut -c1-100
+    bench_rows $f $1 $2 $left
   done
 done
-tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+pack_out

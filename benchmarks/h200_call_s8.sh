@@ -4,6 +4,7 @@
 # then the paging benchmark with the mark-spacing variants (issue 4). $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 mkdir -p "$OUT/tune_compare"
 cp benchmarks/results/tune_compare/compare.journal "$OUT/tune_compare/"
 timeout ${COMPARE_LIMIT:-330} python3 benchmarks/tune_compare.py --out "$OUT/tune_compare" --parallel 12 \
@@ -11,7 +12,6 @@ timeout ${COMPARE_LIMIT:-330} python3 benchmarks/tune_compare.py --out "$OUT/tun
 echo "== compare rc=$?"
 grep -v Warn "$OUT/tune_compare.log" | grep -v "^\[" | tail -n 16 | cut -c1-250
 if [ "${PAGING:-1}" != 0 ]; then
-  timeout ${PAGING_LIMIT:-170} python3 benchmarks/bench_paging.py --no-sweep --out "$OUT" 2>&1 | grep -v Warn > "$OUT/paging.log"
-  echo "== paging rc=$?"; grep "touched" "$OUT/paging.log" | cut -c1-160
+  paging ${PAGING_LIMIT:-170}
 fi
-tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+pack_out

@@ -6,10 +6,10 @@
 # default, the shipped config and its on/off twins first). $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 if [ "${PAGING:-1}" != 0 ]; then
-  timeout ${PAGING_LIMIT:-110} python3 benchmarks/bench_paging.py --no-sweep --out "$OUT" 2>&1 | grep -v Warn > "$OUT/paging.log"
-  echo "== paging rc=$?"; grep "touched" "$OUT/paging.log" | grep -v "^|" | cut -c1-150
+  paging ${PAGING_LIMIT:-110}
 fi
 PARALLEL=8 bash benchmarks/h200_tune.sh bf16 ${DEEP_TRIALS:-40} ${LIMIT_DEEP:-140} "--heads 16 --tokens 256"
 PARALLEL=8 bash benchmarks/h200_tune.sh ${FORMATS:-bf16,fp8,fp8_ds_mla,model1} ${TRIALS:-5} ${LIMIT64:-270} "--heads 64 --tokens 1,4,16,64,128,256"
-tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+pack_out

@@ -4,13 +4,12 @@
 # LIMIT keeps the ones before it. Run after the tuned table is merged. $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 end=$(( $(date +%s) + ${LIMIT:-540} ))
 for fht in "bf16 64 1,4,16,64,128,256" "fp8 64 1,4,16,64,128,256" \
            "fp8_ds_mla 64 1,4,16,64,128,256" "model1 64 1,4,16,64,128,256"; do
   set -- $fht
   left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
-  timeout $left python3 -m sparsemla.cli bench --no-prefill --formats $1 --tokens $3 --heads $2 \
-    --out "$OUT/bench_$1_h$2" 2>&1 | grep -v Warn > "$OUT/bench_$1_h$2.log"
-  echo "== bench $1 H=$2 rc=$?"; grep "^| $1 " "$OUT/bench_$1_h$2.log" | sort -u | cut -c1-100
+  bench_rows $1 $2 $3 $left
 done
-tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+pack_out

@@ -5,6 +5,7 @@
 # which the row had before). Resumes benchmarks/results/tune_run2. $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 PARALLEL=8 bash benchmarks/h200_tune.sh fp8_ds_mla,model1 ${TRIALS:-5} ${LIMIT1:-300} "--heads 16,32 --tokens 1,4,16,64,128,256"
 PARALLEL=8 bash benchmarks/h200_tune.sh fp8_ds_mla ${DEEP_TRIALS:-24} ${LIMIT2:-150} "--heads 32 --tokens 64"
-tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+pack_out

@@ -5,6 +5,6 @@
 # one archive.
 set -u
 export PYTHONUNBUFFERED=1
-timeout ${PAGING_LIMIT:-200} python3 benchmarks/bench_paging.py --no-sweep --out "$OUT" 2>&1 | grep -v Warn > "$OUT/paging.log"
-echo "== paging rc=$?"; grep -i "touched\|error\|Traceback" "$OUT/paging.log" | grep -v "^|" | cut -c1-150
-tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+. benchmarks/h200_steps.sh
+paging ${PAGING_LIMIT:-200}
+pack_out

@@ -5,12 +5,11 @@
 # ($OUT/tuned). $OUT is packed into one archive.
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 PARALLEL=8 bash benchmarks/h200_tune.sh bf16_nope ${TRIALS:-5} ${LIMIT_TUNE:-150} "--heads ${HEADS:-64,128} --tokens 1,4,16,64,128,256"
 end=$(( $(date +%s) + ${LIMIT:-150} ))
 for h in $(echo ${HEADS:-64,128} | tr , " "); do
   left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
-  SPARSEMLA_TUNED_DIR="$OUT/tuned" timeout $left python3 -m sparsemla.cli bench --no-prefill --formats bf16_nope \
-    --tokens 1,4,16,64,128,256 --heads $h --out "$OUT/bench_bf16_nope_h$h" 2>&1 | grep -v Warn > "$OUT/bench_bf16_nope_h$h.log"
-  echo "== bench bf16_nope H=$h rc=$?"; grep "^| bf16_nope " "$OUT/bench_bf16_nope_h$h.log" | sort -u | cut -c1-100
+  bench_rows bf16_nope $h 1,4,16,64,128,256 $left "$OUT/tuned"
 done
-tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+pack_out

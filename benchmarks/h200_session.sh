@@ -10,14 +10,10 @@
 #   CALL=1 bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
-bench() {  # FORMAT HEADS LIMIT: re-bench T = 1..256 with the run's table
-  SPARSEMLA_TUNED_DIR="$OUT/tuned" timeout "$3" python3 -m sparsemla.cli bench --no-prefill --formats "$1" \
-    --tokens 1,4,16,64,128,256 --heads "$2" --out "$OUT/bench_$1_h$2" 2>&1 | grep -v Warn > "$OUT/bench_$1_h$2.log"
-  echo "== bench $1 H=$2 rc=$?"; grep "^| $1 " "$OUT/bench_$1_h$2.log" | sort -u | cut -c1-100
-}
+. benchmarks/h200_steps.sh
+bench() { bench_rows "$1" "$2" 1,4,16,64,128,256 "$3" "$OUT/tuned"; }  # FORMAT HEADS LIMIT, the run's table
 if [ "${CALL:-1}" = 1 ]; then
-  timeout 100 python3 benchmarks/bench_paging.py --no-sweep --out "$OUT" 2>&1 | grep -v Warn > "$OUT/paging.log"
-  echo "== paging rc=$?"; grep -i "touched\|error\|Traceback" "$OUT/paging.log" | grep -v "^|" | cut -c1-150
+  paging 100
   PARALLEL=8 bash benchmarks/h200_tune.sh bf16_nope 5 100 "--heads 16 --tokens 1,4,16,64,128,256"
   PARALLEL=8 bash benchmarks/h200_tune.sh bf16_nope 5 40 "--heads 32 --tokens 256"
   bench bf16_nope 16 80
@@ -26,4 +22,4 @@ else
   PARALLEL=8 bash benchmarks/h200_tune.sh fp8_nope 5 300 "--heads 16,32,64,128 --tokens 1,4,16,64,128,256"
   for h in 16 32 64 128; do bench fp8_nope $h 60; done
 fi
-tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+pack_out
