@@ -6,19 +6,36 @@ from which run.
 
   python benchmarks/merge_bench.py OUT_BASE old.json new_bf16.json new_fp8.json
   (writes OUT_BASE.json and OUT_BASE.md; an input may itself be a merged file)
+
+``--table tuned/NVIDIA_H200/sparse_mla.json`` keeps a new row only if its config is the one that
+table selects for the row: a re-tune's bench runs with the run's own table, and where the merge
+kept the shipped entry, that row measured a config nobody ships (the older row stays).
 """
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 
 from pathlib import Path
 
 from sparsemla.bench import HEADER, format_row
+from sparsemla.gen.spec import config_label
 from sparsemla.gen.render import atomic_write
 
 
-def merge(paths: list[str]) -> dict:
+def shipped_config(table: dict, r: dict) -> dict | None:
+    """The config ``table`` (parsed) selects for bench row ``r``, as a dict; None if it has none."""
+    from sparsemla.bench import FORMATS, TOPK
+    from sparsemla.gen.spec import KernelSpec
+    from sparsemla.gen.tuned_table import bucket_for
+    fmt = FORMATS[r["format"]]
+    spec = KernelSpec(kv_format=fmt.kv_format, d_qk=fmt.d_qk, num_heads=r["H"], topk=TOPK,
+                      page_size=fmt.page_size or 1)
+    entries = table.get(spec.key)
+    return entries[bucket_for(r["T"], sorted(entries))].config.to_dict() if entries else None
+
+
+def merge(paths: list[str], table: dict | None = None) -> dict:
     rows, runs = {}, []
     for p in paths:
         res = json.load(open(p))
@@ -30,6 +47,10 @@ def merge(paths: list[str]) -> dict:
         runs.append(dict(file=p, provenance=prov, ceilings=res["ceilings"],
                          formats=sorted({r["format"] for r in res["rows"]})))
         for r in res["rows"]:
+            if table is not None and shipped_config(table, r) != r["config"]:
+                print(f"{p}: {r['format']} T={r['T']} H={r['H']} dropped: {config_label(r['config'])} "
+                      f"is not the table's config")
+                continue
             rows[(r["format"], r["T"], r["H"])] = {**r, "date": prov["date"], "template_hash": prov["template_hash"]}
     order = []
     for run in runs:
@@ -59,7 +80,13 @@ def markdown(res: dict) -> str:
 
 
 if __name__ == "__main__":
-    base, *paths = sys.argv[1:]
-    res = merge(paths)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out_base")
+    ap.add_argument("inputs", nargs="+")
+    ap.add_argument("--table", help="keep a new row only if this tuned table selects its config")
+    args = ap.parse_args()
+    from sparsemla.gen.tuned_table import load_table
+    res = merge(args.inputs, load_table(args.table, check_provenance=False) if args.table else None)
+    base = args.out_base
     atomic_write(Path(base + ".json"), json.dumps(res, indent=1))
     atomic_write(Path(base + ".md"), markdown(res))
