@@ -150,7 +150,8 @@ def check_correctness(gen) -> list[str]:
                     torch.full((7,), -1, device=DEV, dtype=torch.int64)):  # nothing
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-            for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, spread=True)):
+            for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, spread=True),
+                        PagingConfig(lead_split=8, copy_ahead=True), PagingConfig(copy_ahead=True, programs_per_sm=2)):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
                 assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
@@ -279,22 +280,27 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     # The same number of pages, consecutive in the pool: their marks crowd fewer L2 lines.
     near = touched_tokens(n, P, touched, (256, 2048), gen, consecutive=True)
     near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
-    # The mark kernel's rows of marks (copies) and bytes from one mark to the next (spacing: 32 is
-    # one L2 sector per mark, 128 one L2 line; 2 rows 32 B apart was the session 8 default), and a
-    # lead share of the ids (lead_split: its pages' copy overlaps the marking of the rest), on the
-    # three pools, and where the default's time goes.
-    variants = [dict(mark_copies=c, mark_spacing=g) for c, g in ((2, 32), (8, 32))]
-    variants += [dict(lead_split=s) for s in (4, 8, 16, 32, 64)] + [dict(lead_split=16, mark_copies=4)]
+    # A mid-sized step: 64 x 2048 ids over the same pages (is the lead share worth its two extra
+    # kernels there?).
+    mid = touched_tokens(n, P, max(1, n // 16), (64, 2048), gen)
+    mid_moved = 2 * int(torch.unique(mid[mid >= 0] // P).numel()) * P * ROW
+    mid_rows, mid_copy, mid_best = copies(mid_moved // 2, inner, f"{mid_moved / 2e9:.3f} GB")
+    rows += mid_rows
+    # Session 10: the list copy loading its next page id ahead (copy_ahead), a lead share of the
+    # ids (lead_split: its pages' copy overlaps the marking of the rest; 1/4..1/64 measured in
+    # session 10 call 1), and the copy's grid (warps, programs per SM) with both, on the four pools.
+    variants = [dict(copy_ahead=True), dict(lead_split=8), dict(lead_split=8, copy_ahead=True)]
+    variants += [dict(lead_split=8, copy_ahead=True, num_warps=w, programs_per_sm=s)
+                 for w, s in ((4, 8), (4, 16), (8, 8), (16, 2), (16, 4))]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
-        mark = ("claim" if mc.mark_claim else
-                f"mark dedup={mc.mark_dedup} copies={mc.mark_copies} check={mc.mark_check} "
-                f"spacing={mc.mark_spacing}" + (f" lead 1/{mc.lead_split}" if mc.lead_split else ""))
-        label = f"{mark}, {_copy_name(mc.spread)}"
+        label = (f"{_copy_name(mc.spread)}, w{mc.num_warps} x{mc.programs_per_sm}"
+                 + (" ahead" if mc.copy_ahead else "") + (f", lead 1/{mc.lead_split}" if mc.lead_split else ""))
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False),
                                               (near, f"{touched} consecutive pages, ids 256x2048", near_moved, copy,
-                                               best, True)):
+                                               best, True),
+                                              (mid, "ids 64x2048", mid_moved, mid_copy, mid_best, False)):
             t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=ids, out=dst, config=mc),
                       inner, repeats)
             rows.append(_split_row(f"page_split 256->64, touched, {label}", what, t,
@@ -302,7 +308,10 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=near, out=dst), inner, repeats)
     rows.append(_split_row("page_split 256->64, touched", f"{touched} consecutive pages, ids 256x2048", t,
                            near_moved, copy, best) | dict(config=str(cfg)))
-    for c in (cfg, dataclasses.replace(cfg, mark_spacing=32)):
+    t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=mid, out=dst), inner, repeats)
+    rows.append(_split_row("page_split 256->64, touched", "ids 64x2048", t, mid_moved, mid_copy, mid_best,
+                           target=False) | dict(config=str(cfg)))
+    for c in (cfg, dataclasses.replace(cfg, copy_ahead=True)):
         for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages"), (near, f"{touched} consecutive pages")):
             rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
     sweep_rows = []

@@ -53,7 +53,8 @@ class PagingConfig:
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
     ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words),
     ``lead_split``: 0, or mark and list the first 1/lead_split of the ids first and copy their
-    pages on a side stream while the rest are marked (a page is listed once either way)."""
+    pages on a side stream while the rest are marked (a page is listed once either way),
+    ``copy_ahead``: the list copy loads its next item's page id while it copies the current one."""
 
     block: int = 1024
     num_warps: int = 4
@@ -65,6 +66,7 @@ class PagingConfig:
     spread: bool = False
     mark_spacing: int = 1
     lead_split: int = 0
+    copy_ahead: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -76,7 +78,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread", "copy_ahead"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -265,8 +267,9 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
                                            SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
               for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
-            *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel")
-              for c in (False, True)]]
+            *[("page_split_list_kernel", dict(CLEAR=c, AHEAD=bool(touched.copy_ahead)), touched)
+              for c in (False, True)],
+            *[("page_split_spread_kernel", dict(CLEAR=c), touched) for c in (False, True)]]
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:

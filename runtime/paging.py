@@ -335,9 +335,12 @@ def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count):
     """The copy kernel's launch over ``pages[0:count]``: a fixed grid of a few programs per SM
     (with mark_claim it clears the claims of the pages it copies)."""
     grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(src64.device)),)
-    kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
-    return lambda: kernel[grid](src64, dst64, pages, count, N, state.claims, CLEAR=bool(cfg.mark_claim),
-                                num_warps=cfg.num_warps)
+    if cfg.spread:
+        return lambda: mod.page_split_spread_kernel[grid](src64, dst64, pages, count, N, state.claims,
+                                                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps)
+    return lambda: mod.page_split_list_kernel[grid](src64, dst64, pages, count, N, state.claims,
+                                                    CLEAR=bool(cfg.mark_claim), AHEAD=bool(cfg.copy_ahead),
+                                                    num_warps=cfg.num_warps)
 
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:

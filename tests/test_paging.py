@@ -247,9 +247,12 @@ def _check_touched(src, got, P, pages, D=64):
                                       (256, PagingConfig(spread=True, programs_per_sm=5)),
                                       (128, PagingConfig(spread=True, programs_per_sm=1, mark_check=True)),
                                       (256, PagingConfig(mark_claim=True, programs_per_sm=3)),
+                                      (256, PagingConfig(copy_ahead=True, programs_per_sm=3)),
+                                      (512, PagingConfig(mark_claim=True, copy_ahead=True, programs_per_sm=2)),
                                       (512, PagingConfig(mark_claim=True, spread=True, programs_per_sm=2)),
                                       (256, PagingConfig(lead_split=2)),
                                       (512, PagingConfig(lead_split=4, mark_copies=2, mark_spacing=128)),
+                                      (256, PagingConfig(lead_split=8, copy_ahead=True, programs_per_sm=2)),
                                       (128, PagingConfig(lead_split=64, mark_check=True, spread=True))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
