@@ -151,7 +151,7 @@ def check_correctness(gen) -> list[str]:
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
             for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, spread=True),
-                        PagingConfig(lead_split=8, copy_ahead=True), PagingConfig(copy_ahead=True, programs_per_sm=2)):
+                        PagingConfig(mark_copies=2, mark_spacing=128)):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
                 assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
@@ -159,7 +159,8 @@ def check_correctness(gen) -> list[str]:
     spec = PageSplitSpec(256, 64, device_arch(DEV))
     for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
                 dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), lead_split=8)):
+                dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0),  # 8K ids: lead path
+                dataclasses.replace(spec.default_config(touched=True), lead_split=0)):
         checked += check_graph_replay(gen, cfg)
     return checked
 
@@ -286,16 +287,15 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     mid_moved = 2 * int(torch.unique(mid[mid >= 0] // P).numel()) * P * ROW
     mid_rows, mid_copy, mid_best = copies(mid_moved // 2, inner, f"{mid_moved / 2e9:.3f} GB")
     rows += mid_rows
-    # Session 10: the list copy loading its next page id ahead (copy_ahead), a lead share of the
-    # ids (lead_split: its pages' copy overlaps the marking of the rest; 1/4..1/64 measured in
-    # session 10 call 1), and the copy's grid (warps, programs per SM) with both, on the four pools.
-    variants = [dict(copy_ahead=True), dict(lead_split=8), dict(lead_split=8, copy_ahead=True)]
-    variants += [dict(lead_split=8, copy_ahead=True, num_warps=w, programs_per_sm=s)
-                 for w, s in ((4, 8), (4, 16), (8, 8), (16, 2), (16, 4))]
+    # The default (a lead 1/8 of the ids copied on a side stream while the rest are marked, from
+    # 128K ids) against the plain path (mark, compact, copy), and the copy's grid with the lead, on
+    # the four pools. Measured and removed in session 10: the list copy loading its next page id
+    # ahead (no gain); lead 1/4..1/64 differ by 1-2 us.
+    variants = [dict(lead_split=0)] + [dict(num_warps=w, programs_per_sm=s) for w, s in ((16, 2), (16, 4))]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         label = (f"{_copy_name(mc.spread)}, w{mc.num_warps} x{mc.programs_per_sm}"
-                 + (" ahead" if mc.copy_ahead else "") + (f", lead 1/{mc.lead_split}" if mc.lead_split else ""))
+                 + (f", lead 1/{mc.lead_split} from {mc.lead_min_ids} ids" if mc.lead_split else ", no lead"))
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False),
                                               (near, f"{touched} consecutive pages, ids 256x2048", near_moved, copy,
@@ -311,9 +311,9 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=mid, out=dst), inner, repeats)
     rows.append(_split_row("page_split 256->64, touched", "ids 64x2048", t, mid_moved, mid_copy, mid_best,
                            target=False) | dict(config=str(cfg)))
-    for c in (cfg, dataclasses.replace(cfg, copy_ahead=True)):
-        for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages"), (near, f"{touched} consecutive pages")):
-            rows += touched_breakdown(src, dst, ids, c, what, inner, repeats)
+    # The plain path's kernels, one by one.
+    for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages"), (near, f"{touched} consecutive pages")):
+        rows += touched_breakdown(src, dst, ids, cfg, what, inner, repeats)
     sweep_rows = []
     if sweep:
         for spread in (False, True):

@@ -53,8 +53,8 @@ class PagingConfig:
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
     ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words),
     ``lead_split``: 0, or mark and list the first 1/lead_split of the ids first and copy their
-    pages on a side stream while the rest are marked (a page is listed once either way),
-    ``copy_ahead``: the list copy loads its next item's page id while it copies the current one."""
+    pages on a side stream while the rest are marked (a page is listed once either way), for calls
+    with at least ``lead_min_ids`` ids (fewer: the plain path, whose fixed cost is lower)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -66,7 +66,7 @@ class PagingConfig:
     spread: bool = False
     mark_spacing: int = 1
     lead_split: int = 0
-    copy_ahead: bool = False
+    lead_min_ids: int = 0
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -78,7 +78,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread", "copy_ahead"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -91,6 +91,10 @@ class PagingConfig:
         if self.lead_split and (not _pow2(self.lead_split) or not 2 <= self.lead_split <= 64):
             raise ValueError(f"PagingConfig.lead_split={self.lead_split!r} for {spec.key}: "
                              f"expected 0 or a power of two in 2..64")
+        if not isinstance(self.lead_min_ids, int) or isinstance(self.lead_min_ids, bool) \
+                or not 0 <= self.lead_min_ids <= 1 << 40:
+            raise ValueError(f"PagingConfig.lead_min_ids={self.lead_min_ids!r} for {spec.key}: "
+                             f"expected an int in 0..2**40")
         if self.lead_split and (self.mark_claim or self.mark_dedup):
             raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
@@ -230,8 +234,14 @@ class PageSplitSpec(_Spec):
             # Measured on the H200: session 4, 834 pages 124 -> 95 us, 4 pages 22.7 -> 10.9 us;
             # session 8, one L2 sector per mark and 2 rows of them: 97.0 -> 88.2 us, 10.0 -> 7.5 us;
             # session 9, one L2 line per mark (2 x 128 B of marks per page, 0.17% of a pool of
-            # 256-token pages): 834 consecutive pages 96.3 -> 82.7 us, scattered 87.2 -> 86.2 us.
-            return PagingConfig(block, 8, 4, mark_copies=2, mark_spacing=128)
+            # 256-token pages): 834 consecutive pages 96.3 -> 82.7 us, scattered 87.2 -> 86.2 us;
+            # session 10, a lead 1/8 of the ids copied on a side stream while the rest are marked:
+            # 524K ids over 834 scattered / consecutive pages 86.4 -> 80.6 us / 85.2 -> 79.3 us,
+            # 131K ids 77.3 -> 76.3 us, but 6.5 -> 12.0 us for 524K ids crowded into 4 pages (two
+            # more kernels and the fork/join). Below 128K ids (a step of < 64 tokens x 2048) the
+            # fixed cost dominates, so those calls take the plain path.
+            return PagingConfig(block, 8, 4, mark_copies=2, mark_spacing=128, lead_split=8,
+                                lead_min_ids=1 << 17)
         return PagingConfig(block, 4)
 
 
@@ -267,9 +277,8 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
                                            SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
               for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
-            *[("page_split_list_kernel", dict(CLEAR=c, AHEAD=bool(touched.copy_ahead)), touched)
-              for c in (False, True)],
-            *[("page_split_spread_kernel", dict(CLEAR=c), touched) for c in (False, True)]]
+            *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel")
+              for c in (False, True)]]
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:

@@ -233,7 +233,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``lead_split``, ``mark_claim``,
+    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``lead_split`` (and ``lead_min_ids``), ``mark_claim``,
     ``mark_dedup``, ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``).
     With touched_indices the kernels keep state on the device (see ``_PageList``; the default's
     marks take 2 x 128 B per source page): make one call before capturing a CUDA graph, and keep
@@ -294,7 +294,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
         return out
     # The list of distinct touched source pages, then a fixed grid striding over it: no host sync,
     # and only the listed pages' bytes move.
-    if cfg.lead_split:
+    if cfg.lead_split and tok.numel() >= cfg.lead_min_ids:
         _touched_with_lead(mod, src64, dst64, tok, N, ratio, cfg)
         return out
     for launch in touched_launches(mod, src64, dst64, tok, N, ratio, cfg):
@@ -335,12 +335,9 @@ def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count):
     """The copy kernel's launch over ``pages[0:count]``: a fixed grid of a few programs per SM
     (with mark_claim it clears the claims of the pages it copies)."""
     grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(src64.device)),)
-    if cfg.spread:
-        return lambda: mod.page_split_spread_kernel[grid](src64, dst64, pages, count, N, state.claims,
-                                                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps)
-    return lambda: mod.page_split_list_kernel[grid](src64, dst64, pages, count, N, state.claims,
-                                                    CLEAR=bool(cfg.mark_claim), AHEAD=bool(cfg.copy_ahead),
-                                                    num_warps=cfg.num_warps)
+    kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
+    return lambda: kernel[grid](src64, dst64, pages, count, N, state.claims, CLEAR=bool(cfg.mark_claim),
+                                num_warps=cfg.num_warps)
 
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:

@@ -1,5 +1,6 @@
 """Page and index kernels (convert_indices, pack_valid_prefix, page_split) under Triton's
 interpreter, against the PyTorch references and against independent per-element checks."""
+import dataclasses
 import os
 
 os.environ["TRITON_INTERPRET"] = "1"
@@ -247,12 +248,9 @@ def _check_touched(src, got, P, pages, D=64):
                                       (256, PagingConfig(spread=True, programs_per_sm=5)),
                                       (128, PagingConfig(spread=True, programs_per_sm=1, mark_check=True)),
                                       (256, PagingConfig(mark_claim=True, programs_per_sm=3)),
-                                      (256, PagingConfig(copy_ahead=True, programs_per_sm=3)),
-                                      (512, PagingConfig(mark_claim=True, copy_ahead=True, programs_per_sm=2)),
                                       (512, PagingConfig(mark_claim=True, spread=True, programs_per_sm=2)),
                                       (256, PagingConfig(lead_split=2)),
                                       (512, PagingConfig(lead_split=4, mark_copies=2, mark_spacing=128)),
-                                      (256, PagingConfig(lead_split=8, copy_ahead=True, programs_per_sm=2)),
                                       (128, PagingConfig(lead_split=64, mark_check=True, spread=True))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
@@ -285,6 +283,29 @@ def test_page_split_touched_list_strides_and_resets(P, config):
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
         paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=config)
         assert (out == SENTINEL).all()
+
+
+def test_page_split_default_takes_the_lead_path_only_from_lead_min_ids():
+    # The default touched config splits off a lead share only for calls with at least
+    # lead_min_ids ids (below it the plain path's fixed cost is lower); both copy the same pages.
+    gen = torch.Generator().manual_seed(11)
+    P, N, D = 256, 6, 64
+    src = _pool(gen, N, P)
+    shape = (N * P // D, model1_page_bytes(D))
+    pages = [1, 4, 5]
+    tok = _touched_problem(gen, N, P, pages)
+    base = PageSplitSpec(P, D).default_config(touched=True)
+    assert base.lead_split and base.lead_min_ids > tok.numel()
+    for min_ids, lead in ((None, False), (tok.numel() + 1, False), (tok.numel(), True)):
+        cfg = base if min_ids is None else dataclasses.replace(base, lead_min_ids=min_ids)
+        paging.page_split(src, src_page_size=P, touched_indices=tok, out=torch.zeros(shape, dtype=torch.uint8),
+                          config=cfg)  # the device state for this config
+        state = paging._list_buffers[src.device]
+        state.lead_count.fill_(-5)  # only the lead path writes it
+        out = torch.full(shape, SENTINEL, dtype=torch.uint8)
+        _check_touched(src, paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=cfg),
+                       P, pages)
+        assert (int(state.lead_count) != -5) == lead, (min_ids, int(state.lead_count))
 
 
 def test_page_mark_and_compact_list_each_page_once():
@@ -396,6 +417,8 @@ def test_spec_validation():
         PagingConfig(lead_split=3).check(spec)
     with pytest.raises(ValueError, match=r"lead_split=8, mark_claim=False, mark_dedup=True\) for page_split-sm120"):
         PagingConfig(lead_split=8, mark_dedup=True).check(spec)
+    with pytest.raises(ValueError, match=r"PagingConfig.lead_min_ids=-1 for page_split-sm120"):
+        PagingConfig(lead_split=8, lead_min_ids=-1).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
 
 
