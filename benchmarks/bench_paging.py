@@ -158,7 +158,8 @@ def check_correctness(gen) -> list[str]:
         checked.append(f"page_split {P}->64")
     spec = PageSplitSpec(256, 64, device_arch(DEV))
     for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True),
+                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True,
+                                    lead_split=0),
                 dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0),  # 8K ids: lead path
                 dataclasses.replace(spec.default_config(touched=True), lead_split=0)):
         checked += check_graph_replay(gen, cfg)

@@ -3,12 +3,12 @@
 
 bench_rows() {  # FORMAT HEADS TOKENS LIMIT_S [TUNED_DIR]: one `sparsemla bench` run of those rows
   env ${5:+SPARSEMLA_TUNED_DIR="$5"} timeout "$4" python3 -m sparsemla.cli bench --no-prefill --formats "$1" \
-    --tokens "$3" --heads "$2" --out "$OUT/bench_$1_h$2" 2>&1 | grep -v Warn > "$OUT/bench_$1_h$2.log"
+    --tokens "$3" --heads "$2" --out "$OUT/bench_$1_h$2" > "$OUT/bench_$1_h$2.log" 2>&1
   echo "== bench $1 H=$2 rc=$?"; grep "^| $1 " "$OUT/bench_$1_h$2.log" | sort -u | cut -c1-100
 }
 
 paging() {  # LIMIT_S: the paging benchmark, without its config sweep
-  timeout "$1" python3 benchmarks/bench_paging.py --no-sweep --out "$OUT" 2>&1 | grep -v Warn > "$OUT/paging.log"
+  timeout "$1" python3 benchmarks/bench_paging.py --no-sweep --out "$OUT" > "$OUT/paging.log" 2>&1
   echo "== paging rc=$?"; grep -i "touched\|error\|Traceback" "$OUT/paging.log" | grep -v "^|" | cut -c1-150
 }
 
