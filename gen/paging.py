@@ -54,7 +54,8 @@ class PagingConfig:
     ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words),
     ``lead_split``: 0, or mark and list the first 1/lead_split of the ids first and copy their
     pages on a side stream while the rest are marked (a page is listed once either way), for calls
-    with at least ``lead_min_ids`` ids (fewer: the plain path, whose fixed cost is lower)."""
+    with at least ``lead_min_ids`` ids (fewer: the plain path, whose fixed cost is lower) that a
+    CUDA graph captures (eager, the extra launches cost more host time than they save)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -239,7 +240,8 @@ class PageSplitSpec(_Spec):
             # 524K ids over 834 scattered / consecutive pages 86.4 -> 80.6 us / 85.2 -> 79.3 us,
             # 131K ids 77.3 -> 76.3 us, but 6.5 -> 12.0 us for 524K ids crowded into 4 pages (two
             # more kernels and the fork/join). Below 128K ids (a step of < 64 tokens x 2048) the
-            # fixed cost dominates, so those calls take the plain path.
+            # fixed cost dominates, so those calls take the plain path, and so do eager calls
+            # (runtime/paging.py's _takes_lead: host-bound at 340-420 us against 160-170 us).
             return PagingConfig(block, 8, 4, mark_copies=2, mark_spacing=128, lead_split=8,
                                 lead_min_ids=1 << 17)
         return PagingConfig(block, 4)

@@ -19,6 +19,7 @@ _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
 _split_buffers: dict = {}  # (device, buffer_tag) -> persistent page_split output
 _list_buffers: dict = {}  # device -> _PageList (grown, never shrunk)
 _sm_counts: dict = {}  # device -> multiprocessor count
+_lead_compiled: set = set()  # (device, PagingConfig) whose lead path ran once eagerly (its kernels are built)
 
 
 def _use_kernels(dev: torch.device) -> bool:
@@ -233,8 +234,9 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``lead_split`` (and ``lead_min_ids``), ``mark_claim``,
-    ``mark_dedup``, ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``).
+    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``lead_split`` and ``lead_min_ids``
+    (inside CUDA-graph capture only, see ``_takes_lead``), ``mark_claim``, ``mark_dedup``,
+    ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``).
     With touched_indices the kernels keep state on the device (see ``_PageList``; the default's
     marks take 2 x 128 B per source page): make one call before capturing a CUDA graph, and keep
     the calls of one device on one stream.
@@ -294,12 +296,29 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
         return out
     # The list of distinct touched source pages, then a fixed grid striding over it: no host sync,
     # and only the listed pages' bytes move.
-    if cfg.lead_split and tok.numel() >= cfg.lead_min_ids:
+    if _takes_lead(cfg, tok, dev):
         _touched_with_lead(mod, src64, dst64, tok, N, ratio, cfg)
         return out
     for launch in touched_launches(mod, src64, dst64, tok, N, ratio, cfg):
         launch()
     return out
+
+
+def _takes_lead(cfg, tok, device) -> bool:
+    """Whether a touched call splits off a lead share: ``cfg.lead_split`` with at least
+    ``cfg.lead_min_ids`` ids, and on a GPU only while a CUDA graph is being captured, or on the
+    first such eager call per device and config (it compiles the lead path's kernels, so that a
+    capture after a warm-up call compiles nothing). Eager, its extra launches and stream fork cost
+    more host time than the GPU time they hide (H200, session 10: 340-420 us per eager call against
+    160-170 us for the plain path, whose GPU time is 80-86 us)."""
+    if not cfg.lead_split or tok.numel() < cfg.lead_min_ids:
+        return False
+    if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
+        return True
+    if (device, cfg) in _lead_compiled:
+        return False
+    _lead_compiled.add((device, cfg))
+    return True
 
 
 def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
