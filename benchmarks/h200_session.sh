@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The next device call on the H200 (planned in session 10): fp8 (with rope) H=128 T=128 and 256
-# re-tuned, their studies taken to 9 measured configs: the existing studies (session 7) never measured
-# the shipped config's p_exchange twin, which gained 7-8% for fp8_nope H=128 (session 10); re-benched.
+# The next device call on the H200 (planned in session 10): the p_exchange twins of the shipped fp8
+# (with rope) H=128 T=128/256 config, which the tuner's studies never measured (session 10 call 7:
+# their seeds were enqueued in session 7, so a resumed study does not add them), timed next to the
+# shipped config with benchmarks/sweep.py (do_bench, same process). fp8_nope H=128 gained 7-8% at
+# T >= 64 from p_exchange in session 10. If a twin wins, re-tune those buckets in a fresh journal
+# (h200_tune.sh with another storage) so the table's entry carries a tuner measurement.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
-# Afterwards: copy $OUT/tune.journal and $OUT/tuned/NVIDIA_H200/sparse_mla.json into tune_run2/, merge
-# with `benchmarks/merge_tuned.py ... --only-faster --match REGEX`, then `merge_bench.py --table`
-# (drops the rows of entries the merge kept), `tuned_report.py` and `compile_report.py` (DEVELOPERS.md).
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-PARALLEL=8 bash benchmarks/h200_tune.sh fp8 9 170 "--heads 128 --tokens 128,256"
-bench_rows fp8 128 128,256 70 "$OUT/tuned"
+timeout 300 python3 benchmarks/sweep.py --rows fp8:128:128,fp8:256:128 \
+  --configs 64,64,1,8,2,0,0,2/64,64,1,8,2,0,1,2/64,64,1,8,2,0,1,0 --out "$OUT" \
+  > "$OUT/sweep_fp8_h128.log" 2>&1
+echo "== sweep rc=$?"; grep -v Warn "$OUT/sweep_fp8_h128.log" | tail -n 12
 pack_out
