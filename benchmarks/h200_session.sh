@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The next device call on the H200 (planned in session 10): the p_exchange twins of the shipped fp8
-# (with rope) H=128 T=128/256 config, which the tuner's studies never measured (session 10 call 7:
-# their seeds were enqueued in session 7, so a resumed study does not add them), timed next to the
-# shipped config with benchmarks/sweep.py (do_bench, same process). fp8_nope H=128 gained 7-8% at
-# T >= 64 from p_exchange in session 10. If a twin wins, re-tune those buckets in a fresh journal
-# (h200_tune.sh with another storage) so the table's entry carries a tuner measurement.
+# The next device call on the H200 (planned in session 10): the p_exchange twin of the shipped fp8
+# (with rope) H=128 T=128/256 config ran 2.3-2.4% faster in sweep.py (session 10 call 8), but the
+# tuner's studies of those buckets never measured it (their seeds were enqueued in session 7, and a
+# resumed study does not add them again). Fresh 5-config studies (their own journal, so the seeds are
+# the shipped entry and its twins) give the table a tuner measurement; then merge as below.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
+# Afterwards: `benchmarks/merge_tuned.py $OUT/tuned/NVIDIA_H200/sparse_mla.json tuned/NVIDIA_H200/sparse_mla.json
+# --only-faster`, then `merge_bench.py --table`, `tuned_report.py` and `compile_report.py` (DEVELOPERS.md).
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-timeout 300 python3 benchmarks/sweep.py --rows fp8:128:128,fp8:256:128 \
-  --configs 64,64,1,8,2,0,0,2/64,64,1,8,2,0,1,2/64,64,1,8,2,0,1,0 --out "$OUT" \
-  > "$OUT/sweep_fp8_h128.log" 2>&1
-echo "== sweep rc=$?"; grep -v Warn "$OUT/sweep_fp8_h128.log" | tail -n 12
+mkdir -p "$OUT/tuned/NVIDIA_H200"
+timeout 240 python3 -m sparsemla.cli tune --formats fp8 --heads 128 --tokens 64,128,256 --trials 5 --parallel 8 \
+  --jobs 16 --max-spill 2048 --timeout 60 --storage "$OUT/tune_fresh.journal" --out "$OUT/tuned" \
+  > "$OUT/tune_fp8_h128.log" 2>&1
+echo "== tune rc=$?"; grep -v Warn "$OUT/tune_fp8_h128.log" | grep "\] best" | cut -c1-200
+bench_rows fp8 128 64,128,256 70 "$OUT/tuned"  # with the run's table
 pack_out
