@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 6's one device call (the device was scarce): grid vs TPE's confirmation, the paging
-# benchmark (benchmarks/h200_call_next.sh, shorter limits), then the p_exchange re-tune of the
-# H >= 64 rows (benchmarks/h200_call_px.sh) for the rest of the call's ~560 s.
+# benchmark (benchmarks/calls/h200_call_next.sh, shorter limits), then the p_exchange re-tune of the
+# H >= 64 rows (benchmarks/calls/h200_call_px.sh) for the rest of the call's ~560 s.
 set -u
 export PYTHONUNBUFFERED=1
 start=$(date +%s)

@@ -3,7 +3,7 @@
 # benchmarks/results/tune_run2/'s journal) and grid vs TPE (resuming from
 # benchmarks/results/tune_compare/compare.journal). Everything under $OUT is packed into one
 # archive at the end (the device tool returns only a few files per call).
-#   bash benchmarks/h200_call_tune.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
+#   bash benchmarks/calls/h200_call_tune.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 # First the direct launcher on the GPU (graph replays against the reference, dispatch overhead).
