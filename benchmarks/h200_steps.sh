@@ -7,9 +7,11 @@ bench_rows() {  # FORMAT HEADS TOKENS LIMIT_S [TUNED_DIR]: one `sparsemla bench`
   echo "== bench $1 H=$2 rc=$?"; grep "^| $1 " "$OUT/bench_$1_h$2.log" | sort -u | cut -c1-100
 }
 
-paging() {  # LIMIT_S: the paging benchmark, without its config sweep
-  timeout "$1" python3 benchmarks/bench_paging.py --no-sweep --out "$OUT" > "$OUT/paging.log" 2>&1
-  echo "== paging rc=$?"; grep -i "touched\|error\|Traceback" "$OUT/paging.log" | grep -v "^|" | cut -c1-150
+paging() {  # LIMIT_S [NAME]: the paging benchmark, without its config sweep, into $OUT/NAME (default paging)
+  local name=${2:-paging}
+  mkdir -p "$OUT/$name"
+  timeout "$1" python3 benchmarks/bench_paging.py --no-sweep --out "$OUT/$name" > "$OUT/$name.log" 2>&1
+  echo "== $name rc=$?"; grep -i "touched\|error\|Traceback" "$OUT/$name.log" | grep -v "^|" | cut -c1-150
 }
 
 pack_out() {  # $OUT as one archive: the device sends back files, not folders

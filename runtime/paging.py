@@ -14,6 +14,7 @@ from sparsemla.gen.paging import COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, 
 from sparsemla.gen.render import interpreting, load_module
 
 from .api import device_arch
+from .launch import launch
 
 _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
 _split_buffers: dict = {}  # (device, buffer_tag) -> persistent page_split output
@@ -99,11 +100,11 @@ def convert_indices(req_id_per_token, block_table, local_indices, *, page_size,
     out = torch.empty(T, K, dtype=torch.int32, device=dev)
     counts = torch.empty(T if return_valid_counts else 1, dtype=torch.int32, device=dev)
     grid = (T,) if return_valid_counts else (T, -(-K // cfg.block))
-    load_module(spec).convert_indices_kernel[grid](
-        req_id_per_token, block_table, block_table.stride(0), block_table.stride(1),
-        block_table.shape[0], block_table.shape[1], stride,
-        local_indices, local_indices.stride(0), local_indices.stride(1), out, out.stride(0), counts,
-        COMPACT=return_valid_counts, BLOCK_K=cfg.block, num_warps=cfg.num_warps)
+    launch(load_module(spec).convert_indices_kernel, grid,
+           req_id_per_token, block_table, block_table.stride(0), block_table.stride(1),
+           block_table.shape[0], block_table.shape[1], stride,
+           local_indices, local_indices.stride(0), local_indices.stride(1), out, out.stride(0), counts,
+           COMPACT=return_valid_counts, BLOCK_K=cfg.block, num_warps=cfg.num_warps)
     return (out, counts) if return_valid_counts else out
 
 
@@ -147,9 +148,9 @@ def pack_valid_prefix(slots, indptr, *, out=None, config=None):
         out = torch.zeros(int(indptr[-1]), dtype=torch.int32, device=dev)  # reads the length: a sync
     spec = PackValidPrefixSpec(W, device_arch(dev))
     cfg = (config or spec.default_config()).check(spec)
-    load_module(spec).pack_valid_prefix_kernel[(T, -(-W // cfg.block))](
-        slots, slots.stride(0), slots.stride(1), indptr, out, out.numel(),
-        BLOCK=cfg.block, num_warps=cfg.num_warps)
+    launch(load_module(spec).pack_valid_prefix_kernel, (T, -(-W // cfg.block)),
+           slots, slots.stride(0), slots.stride(1), indptr, out, out.numel(),
+           BLOCK=cfg.block, num_warps=cfg.num_warps)
     return out
 
 
@@ -288,7 +289,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     src64, dst64 = src_pages.view(torch.uint8).view(torch.int64), out.view(torch.uint8).view(torch.int64)
     if full:
         cfg = (config or spec.default_config()).check(spec)
-        mod.page_split_kernel[(N * ratio,)](src64, dst64, BLOCK=cfg.block, num_warps=cfg.num_warps)
+        launch(mod.page_split_kernel, (N * ratio,), src64, dst64, BLOCK=cfg.block, num_warps=cfg.num_warps)
         return out
     cfg = (config or spec.default_config(touched=True)).check(spec)
     tok = touched_indices.reshape(-1)
@@ -299,8 +300,8 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     if _takes_lead(cfg, tok, dev):
         _touched_with_lead(mod, src64, dst64, tok, N, ratio, cfg)
         return out
-    for launch in touched_launches(mod, src64, dst64, tok, N, ratio, cfg):
-        launch()
+    for step in touched_launches(mod, src64, dst64, tok, N, ratio, cfg):
+        step()
     return out
 
 
@@ -328,8 +329,9 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     copy = _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count)
     if cfg.mark_claim:
         return (state.count.zero_,
-                lambda: mod.page_claim_kernel[(-(-tok.numel() // MARK_BLOCK),)](
-                    tok, tok.numel(), state.claims, N, state.pages, state.count, BLOCK=MARK_BLOCK, num_warps=4),
+                lambda: launch(mod.page_claim_kernel, (-(-tok.numel() // MARK_BLOCK),),
+                               tok, tok.numel(), state.claims, N, state.pages, state.count, BLOCK=MARK_BLOCK,
+                               num_warps=4),
                 copy)
     return (_mark(mod, state, tok, N, cfg, state.count, bool(cfg.mark_check)),
             _compact(mod, state, N, cfg, state.pages, state.count, lead=False),
@@ -338,16 +340,16 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
 
 def _mark(mod, state, tok, N: int, cfg, count, check: bool):
     """The mark kernel's launch over ``tok`` (it zeroes ``count``, the list it precedes)."""
-    return lambda: mod.page_mark_kernel[(-(-tok.numel() // MARK_BLOCK),)](
-        tok, tok.numel(), state.marks, N, count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
-        COPIES=cfg.mark_copies, CHECK=check, SPACING=cfg.mark_spacing, num_warps=4)
+    return lambda: launch(mod.page_mark_kernel, (-(-tok.numel() // MARK_BLOCK),),
+                          tok, tok.numel(), state.marks, N, count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
+                          COPIES=cfg.mark_copies, CHECK=check, SPACING=cfg.mark_spacing, num_warps=4)
 
 
 def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
     """The compact kernel's launch into ``pages[0:count]`` (``lead``: marks of listed pages become 2)."""
-    return lambda: mod.page_compact_kernel[(-(-N // COMPACT_BLOCK),)](
-        state.marks, N, pages, count, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies, SPACING=cfg.mark_spacing,
-        LEAD=lead, num_warps=4)
+    return lambda: launch(mod.page_compact_kernel, (-(-N // COMPACT_BLOCK),),
+                          state.marks, N, pages, count, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies,
+                          SPACING=cfg.mark_spacing, LEAD=lead, num_warps=4)
 
 
 def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count):
@@ -355,8 +357,8 @@ def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count):
     (with mark_claim it clears the claims of the pages it copies)."""
     grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(src64.device)),)
     kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
-    return lambda: kernel[grid](src64, dst64, pages, count, N, state.claims, CLEAR=bool(cfg.mark_claim),
-                                num_warps=cfg.num_warps)
+    return lambda: launch(kernel, grid, src64, dst64, pages, count, N, state.claims, CLEAR=bool(cfg.mark_claim),
+                          num_warps=cfg.num_warps)
 
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:

@@ -1,0 +1,90 @@
+"""Launch a small generated kernel through its compiled launcher, without the JIT's binding.
+
+Triton's ``kernel[grid](...)`` binds and specializes every argument on each call. For the page and
+index kernels that is most of a call: 40-60 us of host time per launch on the H200 machine
+(convert_indices: 2.6 us of GPU time, 40-60 us eager). ``launch`` keys each compiled kernel by what
+that binding decides from the arguments -- each tensor's dtype and 16-byte alignment, each int's
+width, divisibility by 16 and equality to 1, the other arguments' types -- with the constexprs,
+options and current device; after a key's first launch through the JIT it calls the launcher
+(``CompiledKernel.run``) directly, on torch's current stream (so a CUDA-graph capture records it).
+
+Off by default (``SPARSEMLA_FAST_LAUNCH=1`` turns it on) until it is measured on a GPU: built in
+session 10 without device time left. Under the interpreter, with a launch hook set (profilers),
+or on a Triton whose launcher takes other arguments, every launch goes through the JIT.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+
+import torch
+
+ENABLED = os.environ.get("SPARSEMLA_FAST_LAUNCH", "0") == "1"
+
+_compiled: dict = {}  # launch key -> its CompiledKernel, or None (launched through the JIT only)
+_param_names: dict = {}  # JIT function -> its parameter names
+
+
+def arg_key(a):
+    """What Triton's specialization reads from one argument (its value only where it matters)."""
+    if isinstance(a, torch.Tensor):
+        return (a.dtype, a.data_ptr() % 16 == 0)
+    if isinstance(a, bool):
+        return ("bool", a)
+    if isinstance(a, int):
+        return ("int", -(1 << 31) <= a < 1 << 31, a >= 1 << 63, a % 16 == 0, a == 1)
+    if a is None or isinstance(a, (str, float)):
+        return a if a is None else type(a).__name__
+    return (type(a).__name__, a)  # anything else is keyed by value (a constexpr-like argument)
+
+
+def ordered_args(jit_fn, args: tuple, constexprs: dict) -> list:
+    """The launcher's argument list: ``args`` then the constexprs, in the kernel's parameter order."""
+    names = _param_names.get(jit_fn)
+    if names is None:
+        names = _param_names[jit_fn] = list(inspect.signature(jit_fn.fn).parameters)
+    rest = names[len(args):]
+    if sorted(rest) != sorted(constexprs):
+        raise TypeError(f"{jit_fn.__name__}: positional arguments then {sorted(constexprs)} do not "
+                        f"cover its parameters {names}")
+    return [*args, *(constexprs[n] for n in rest)]
+
+
+def _direct_ok(args) -> bool:
+    """CUDA tensors (not the interpreter's CPU ones) and no launch hook set."""
+    first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    return first is not None and first.is_cuda and not _hooked()
+
+
+def _hooked() -> bool:
+    from triton import knobs
+    hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
+    return any(h is not None and bool(getattr(h, "calls", True)) for h in hooks)
+
+
+def _stream(device: int):
+    from triton.runtime import driver
+    return driver.active.get_current_stream(device)
+
+
+def launch(jit_fn, grid, *args, num_warps: int = 4, **constexprs):
+    """``jit_fn[grid](*args, **constexprs, num_warps=num_warps)``, through the compiled launcher
+    once this key has been launched through the JIT (see the module docstring)."""
+    if not ENABLED or not _direct_ok(args):
+        return jit_fn[grid](*args, num_warps=num_warps, **constexprs)
+    device = torch.cuda.current_device()
+    key = (jit_fn, device, num_warps, tuple(sorted(constexprs.items())), tuple(arg_key(a) for a in args))
+    hit = _compiled.get(key, False)
+    if hit:
+        compiled = hit
+        g = tuple(grid) + (1,) * (3 - len(grid))
+        compiled.run(g[0], g[1], g[2], _stream(device), compiled.function, compiled.packed_metadata,
+                     None, None, None, *ordered_args(jit_fn, args, constexprs))
+        return compiled
+    compiled = jit_fn[grid](*args, num_warps=num_warps, **constexprs)
+    if hit is False:  # first launch of this key: keep the kernel if its launcher can be called directly
+        # JITFunction.run (Triton 3.6 and 3.9) ends with the same call: grid x3, stream, function,
+        # packed metadata, launch metadata and two hooks (None: no hook is set), every argument.
+        ok = all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata"))
+        _compiled[key] = compiled if ok else None
+    return compiled
