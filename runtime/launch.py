@@ -9,8 +9,8 @@ options and current device; after a key's first launch through the JIT it calls 
 (``CompiledKernel.run``) directly, on torch's current stream (so a CUDA-graph capture records it).
 
 Off by default (``SPARSEMLA_FAST_LAUNCH=1`` turns it on) until it is measured on a GPU: built in
-session 10 without device time left. Under the interpreter, with a launch hook set (profilers),
-or on a Triton whose launcher takes other arguments, every launch goes through the JIT.
+session 10 without device time left. Under the interpreter or with a launch hook set (profilers),
+every launch goes through the JIT.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import torch
 ENABLED = os.environ.get("SPARSEMLA_FAST_LAUNCH", "0") == "1"
 
 _compiled: dict = {}  # launch key -> its CompiledKernel, or None (launched through the JIT only)
+_MISSING = object()
 _param_names: dict = {}  # JIT function -> its parameter names
 
 
@@ -74,15 +75,14 @@ def launch(jit_fn, grid, *args, num_warps: int = 4, **constexprs):
         return jit_fn[grid](*args, num_warps=num_warps, **constexprs)
     device = torch.cuda.current_device()
     key = (jit_fn, device, num_warps, tuple(sorted(constexprs.items())), tuple(arg_key(a) for a in args))
-    hit = _compiled.get(key, False)
-    if hit:
-        compiled = hit
+    known = _compiled.get(key, _MISSING)
+    if known is not _MISSING and known is not None:
         g = tuple(grid) + (1,) * (3 - len(grid))
-        compiled.run(g[0], g[1], g[2], _stream(device), compiled.function, compiled.packed_metadata,
-                     None, None, None, *ordered_args(jit_fn, args, constexprs))
-        return compiled
+        known.run(g[0], g[1], g[2], _stream(device), known.function, known.packed_metadata,
+                  None, None, None, *ordered_args(jit_fn, args, constexprs))
+        return known
     compiled = jit_fn[grid](*args, num_warps=num_warps, **constexprs)
-    if hit is False:  # first launch of this key: keep the kernel if its launcher can be called directly
+    if known is _MISSING:  # first launch of this key: keep the kernel if its launcher can be called directly
         # JITFunction.run (Triton 3.6 and 3.9) ends with the same call: grid x3, stream, function,
         # packed metadata, launch metadata and two hooks (None: no hook is set), every argument.
         ok = all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata"))
