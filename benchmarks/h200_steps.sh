@@ -7,6 +7,17 @@ bench_rows() {  # FORMAT HEADS TOKENS LIMIT_S [TUNED_DIR]: one `sparsemla bench`
   echo "== bench $1 H=$2 rc=$?"; grep "^| $1 " "$OUT/bench_$1_h$2.log" | sort -u | cut -c1-100
 }
 
+bench_within() {  # LIMIT_S TUNED_DIR "FORMAT HEADS TOKENS"...: bench_rows of each row in turn while at
+  # least 20 s of LIMIT_S are left (one run per row, so a cut-off keeps the rows before it);
+  # TUNED_DIR "" reads the installed tables
+  local end=$(( $(date +%s) + $1 )) tuned=$2 row left
+  shift 2
+  for row in "$@"; do
+    left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
+    bench_rows $row $left "$tuned"
+  done
+}
+
 paging() {  # LIMIT_S [NAME]: the paging benchmark, without its config sweep, into $OUT/NAME (default paging)
   local name=${2:-paging}
   mkdir -p "$OUT/$name"

@@ -5,12 +5,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-end=$(( $(date +%s) + ${LIMIT:-540} ))
-for f in ${FORMATS:-fp8_ds_mla model1 fp8 bf16}; do
-  for ht in "128 1,4,16,32,64,128,256" "16 256"; do
-    set -- $ht
-    left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break 2
-    bench_rows $f $1 $2 $left
-  done
-done
+rows=()
+for f in ${FORMATS:-fp8_ds_mla model1 fp8 bf16}; do rows+=("$f 128 1,4,16,32,64,128,256" "$f 16 256"); done
+bench_within ${LIMIT:-540} "" "${rows[@]}"
 pack_out

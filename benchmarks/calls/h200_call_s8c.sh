@@ -5,11 +5,5 @@
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-end=$(( $(date +%s) + ${LIMIT:-540} ))
-for fht in "bf16 64 1,4,16,64,128,256" "fp8 64 1,4,16,64,128,256" \
-           "fp8_ds_mla 64 1,4,16,64,128,256" "model1 64 1,4,16,64,128,256"; do
-  set -- $fht
-  left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
-  bench_rows $1 $2 $3 $left
-done
+bench_within ${LIMIT:-540} "" "bf16 64 1,4,16,64,128,256" "fp8 64 1,4,16,64,128,256" "fp8_ds_mla 64 1,4,16,64,128,256" "model1 64 1,4,16,64,128,256"
 pack_out

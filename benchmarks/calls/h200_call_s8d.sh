@@ -5,10 +5,5 @@
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-end=$(( $(date +%s) + ${LIMIT:-240} ))
-for fh in "fp8_ds_mla 16" "model1 16" "fp8_ds_mla 32" "model1 32"; do
-  set -- $fh
-  left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
-  bench_rows $1 $2 1,4,16,64,128,256 $left
-done
+bench_within ${LIMIT:-240} "" "fp8_ds_mla 16 1,4,16,64,128,256" "model1 16 1,4,16,64,128,256" "fp8_ds_mla 32 1,4,16,64,128,256" "model1 32 1,4,16,64,128,256"
 pack_out

@@ -10,10 +10,5 @@ export PYTHONUNBUFFERED=1
 if [ "${PAGING:-1}" != 0 ]; then
   paging ${PAGING_LIMIT:-240}
 fi
-end=$(( $(date +%s) + ${LIMIT:-300} ))
-for fh in "fp8_ds_mla 32" "fp8_ds_mla 16" "model1 16" "model1 32"; do
-  set -- $fh
-  left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
-  bench_rows $1 $2 1,4,16,64,128,256 $left
-done
+bench_within ${LIMIT:-300} "" "fp8_ds_mla 32 1,4,16,64,128,256" "fp8_ds_mla 16 1,4,16,64,128,256" "model1 16 1,4,16,64,128,256" "model1 32 1,4,16,64,128,256"
 pack_out

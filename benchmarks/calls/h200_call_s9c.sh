@@ -12,10 +12,5 @@ if [ "${PAGING:-1}" != 0 ]; then
   paging ${PAGING_LIMIT:-100}
 fi
 PARALLEL=8 bash benchmarks/h200_tune.sh bf16,fp8 ${TRIALS:-5} ${LIMIT_TUNE:-250} "--heads 16,32 --tokens 1,4,16,64,128,256"
-end=$(( $(date +%s) + ${LIMIT:-190} ))
-for fh in "bf16 32" "fp8 32" "bf16 16" "fp8 16"; do
-  set -- $fh
-  left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
-  bench_rows $1 $2 1,4,16,64,128,256 $left "$OUT/tuned"
-done
+bench_within ${LIMIT:-190} "$OUT/tuned" "bf16 32 1,4,16,64,128,256" "fp8 32 1,4,16,64,128,256" "bf16 16 1,4,16,64,128,256" "fp8 16 1,4,16,64,128,256"
 pack_out

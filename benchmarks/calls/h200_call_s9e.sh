@@ -7,9 +7,7 @@ set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 PARALLEL=8 bash benchmarks/h200_tune.sh bf16_nope ${TRIALS:-5} ${LIMIT_TUNE:-150} "--heads ${HEADS:-64,128} --tokens 1,4,16,64,128,256"
-end=$(( $(date +%s) + ${LIMIT:-150} ))
-for h in $(echo ${HEADS:-64,128} | tr , " "); do
-  left=$(( end - $(date +%s) )); [ $left -lt 20 ] && break
-  bench_rows bf16_nope $h 1,4,16,64,128,256 $left "$OUT/tuned"
-done
+rows=()
+for h in $(echo ${HEADS:-64,128} | tr , " "); do rows+=("bf16_nope $h 1,4,16,64,128,256"); done
+bench_within ${LIMIT:-150} "$OUT/tuned" "${rows[@]}"
 pack_out
