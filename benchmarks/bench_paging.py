@@ -150,15 +150,15 @@ def check_correctness(gen) -> list[str]:
                     torch.full((7,), -1, device=DEV, dtype=torch.int64)):  # nothing
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-            for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, spread=True),
+            for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, chunks=8),
                         PagingConfig(mark_copies=2, mark_spacing=128)):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
                 assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
         checked.append(f"page_split {P}->64")
     spec = PageSplitSpec(256, 64, device_arch(DEV))
-    for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, spread=True),
-                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, spread=True,
+    for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, chunks=8),
+                dataclasses.replace(spec.default_config(touched=True), mark_claim=True, chunks=4,
                                     lead_split=0),
                 dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0),  # 8K ids: lead path
                 dataclasses.replace(spec.default_config(touched=True), lead_split=0)):
@@ -209,8 +209,8 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
     return row
 
 
-def _copy_name(spread: bool) -> str:
-    return "spread copy" if spread else "list copy"
+def _copy_name(chunks: int) -> str:
+    return f"chunk copy x{chunks}" if chunks else "list copy"
 
 
 def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -> list[dict]:
@@ -221,7 +221,7 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -
     mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
     first, second, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
                                                   ids.reshape(-1), src.shape[0], P // 64, cfg)
-    copy_name = _copy_name(cfg.spread)
+    copy_name = _copy_name(cfg.chunks)
     if cfg.mark_claim:
         steps = (("claim + " + copy_name, lambda: (first(), second(), copy())), (copy_name, copy))
     else:
@@ -289,13 +289,18 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     mid_rows, mid_copy, mid_best = copies(mid_moved // 2, inner, f"{mid_moved / 2e9:.3f} GB")
     rows += mid_rows
     # The default (a lead 1/8 of the ids copied on a side stream while the rest are marked, from
-    # 128K ids) against the plain path (mark, compact, copy), and the copy's grid with the lead, on
-    # the four pools. Measured and removed in session 10: the list copy loading its next page id
-    # ahead (no gain); lead 1/4..1/64 differ by 1-2 us.
-    variants = [dict(lead_split=0)] + [dict(num_warps=w, programs_per_sm=s) for w, s in ((16, 2), (16, 4))]
+    # 128K ids) against the plain path (mark, compact, copy), and copy kernels and grids with the
+    # lead, on the four pools. Measured and removed in session 10: the list copy loading its next
+    # page id ahead (no gain); lead 1/4..1/64 differ by 1-2 us. Session 11: the chunk copy alone ran
+    # 834 scattered pages in 68.6 us (x8, 4 warps x 16 per SM) against 72.1 for the list copy.
+    variants = [dict(lead_split=0), dict(num_warps=16, programs_per_sm=2), dict(num_warps=4, programs_per_sm=8),
+                dict(chunks=8, num_warps=4, programs_per_sm=16), dict(chunks=4, num_warps=4, programs_per_sm=16),
+                dict(chunks=2, num_warps=8, programs_per_sm=4), dict(chunks=4, num_warps=4, programs_per_sm=8),
+                dict(chunks=8, num_warps=4, programs_per_sm=16, lead_split=64),
+                dict(chunks=8, num_warps=4, programs_per_sm=16, lead_split=0)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
-        label = (f"{_copy_name(mc.spread)}, w{mc.num_warps} x{mc.programs_per_sm}"
+        label = (f"{_copy_name(mc.chunks)}, w{mc.num_warps} x{mc.programs_per_sm}"
                  + (f", lead 1/{mc.lead_split} from {mc.lead_min_ids} ids" if mc.lead_split else ", no lead"))
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False),
@@ -313,16 +318,18 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     rows.append(_split_row("page_split 256->64, touched", "ids 64x2048", t, mid_moved, mid_copy, mid_best,
                            target=False) | dict(config=str(cfg)))
     # The plain path's kernels, one by one.
+    chunk_cfg = dataclasses.replace(cfg, chunks=8, num_warps=4, programs_per_sm=16)
     for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages"), (near, f"{touched} consecutive pages")):
         rows += touched_breakdown(src, dst, ids, cfg, what, inner, repeats)
+        rows += touched_breakdown(src, dst, ids, chunk_cfg, what, inner, repeats)[2:]  # its copy alone
     sweep_rows = []
     if sweep:
-        for spread in (False, True):
+        for chunks in (0, 8):
             for warps, per_sm in ((4, 4), (4, 8), (4, 16), (4, 32), (8, 2), (8, 4), (8, 8), (16, 2)):
-                c = dataclasses.replace(cfg, num_warps=warps, programs_per_sm=per_sm, spread=spread)
+                c = dataclasses.replace(cfg, num_warps=warps, programs_per_sm=per_sm, chunks=chunks)
                 ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
                            inner, repeats)
-                sweep_rows.append(_split_row(f"page_split touched, {_copy_name(spread)}",
+                sweep_rows.append(_split_row(f"page_split touched, {_copy_name(chunks)}",
                                              f"num_warps={warps}, programs_per_sm={per_sm}", ts, moved, copy, best)
                                   | dict(config=str(c)))
 

@@ -22,8 +22,7 @@ MARK_BLOCK = 1024  # token ids per program of page_split's mark kernel
 COMPACT_BLOCK = 256  # page marks per program of its compact kernel (more programs: its loads are latency-bound)
 PIECE_WORDS = 1024  # largest piece (8-byte words) of one load in page_split's list kernel
 INFLIGHT_WORDS = 8192  # most words page_split's list kernel loads before it stores them (64 KB)
-SPREAD_CHUNK_WORDS = 512  # page_split_spread_kernel: largest data chunk (4 KB) ...
-SPREAD_UNROLL = 4  # ... and chunks loaded before they are stored (16 KB per program)
+CHUNK_WORDS = 512  # page_split_chunk_kernel: largest data chunk (4 KB)
 
 
 def _pow2(x) -> bool:
@@ -51,7 +50,8 @@ class PagingConfig:
     ``mark_check``: store a mark only where a load of it reads 0 (fewer scattered stores),
     ``mark_spacing``: bytes from one page's mark to the next (32: one L2 sector per mark),
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
-    ``spread``: copy the listed pages with page_split_spread_kernel (equal shares of words),
+    ``chunks``: 0 copies the listed pages with page_split_list_kernel (a destination page per program
+    step), n > 0 with page_split_chunk_kernel (n adjacent 4 KB chunks per program step),
     ``lead_split``: 0, or mark and list the first 1/lead_split of the ids first and copy their
     pages on a side stream while the rest are marked (a page is listed once either way), for calls
     with at least ``lead_min_ids`` ids (fewer: the plain path, whose fixed cost is lower) that a
@@ -64,7 +64,7 @@ class PagingConfig:
     mark_copies: int = 1
     mark_check: bool = False
     mark_claim: bool = False
-    spread: bool = False
+    chunks: int = 0
     mark_spacing: int = 1
     lead_split: int = 0
     lead_min_ids: int = 0
@@ -79,7 +79,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "spread"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -89,6 +89,9 @@ class PagingConfig:
         if not _pow2(self.mark_spacing) or not 1 <= self.mark_spacing <= 128:
             raise ValueError(f"PagingConfig.mark_spacing={self.mark_spacing!r} for {spec.key}: "
                              f"expected a power of two in 1..128")
+        if self.chunks and (not _pow2(self.chunks) or not 1 <= self.chunks <= 16):
+            raise ValueError(f"PagingConfig.chunks={self.chunks!r} for {spec.key}: "
+                             f"expected 0 or a power of two in 1..16")
         if self.lead_split and (not _pow2(self.lead_split) or not 2 <= self.lead_split <= 64):
             raise ValueError(f"PagingConfig.lead_split={self.lead_split!r} for {spec.key}: "
                              f"expected 0 or a power of two in 2..64")
@@ -191,16 +194,15 @@ class PageSplitSpec(_Spec):
                     data_words=D * M1_DATA_ROW_BYTES // 8,
                     scale_words=D * M1_SCALE_ROW_BYTES // 8,
                     src_scale_words=P * M1_DATA_ROW_BYTES // 8,
-                    groups=self.copy_groups(), **self.spread_chunks())
+                    groups=self.copy_groups(), **self.data_chunks())
 
-    def spread_chunks(self) -> dict:
-        """page_split_spread_kernel's data chunk: the largest power of two of at most
-        SPREAD_CHUNK_WORDS words that divides a destination page's data words, so chunks never
-        straddle pages; SPREAD_UNROLL chunks in flight per program."""
+    def data_chunks(self) -> dict:
+        """page_split_chunk_kernel's data chunk: the largest power of two of at most CHUNK_WORDS
+        words that divides a destination page's data words, so chunks never straddle pages."""
         data_words = self.dst_page_size * M1_DATA_ROW_BYTES // 8
-        chunk = min(SPREAD_CHUNK_WORDS, data_words & -data_words)
+        chunk = min(CHUNK_WORDS, data_words & -data_words)
         scale_words = self.dst_page_size * M1_SCALE_ROW_BYTES // 8
-        return dict(chunk_words=chunk, chunks_per_part=data_words // chunk, unroll=SPREAD_UNROLL,
+        return dict(chunk_words=chunk, chunks_per_part=data_words // chunk,
                     scale_block=min(1024, next_pow2(scale_words)))
 
     def copy_groups(self) -> list[list[dict]]:
@@ -257,7 +259,7 @@ _ARG_TYPES = {
     "page_split_kernel": dict(src="*i64", dst="*i64"),
     "page_claim_kernel": dict(touched="*i32", claims="*i32", pages="*i32", count="*i32"),
     "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
-    "page_split_spread_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
+    "page_split_chunk_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
 }
 
 
@@ -279,8 +281,8 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
                                            SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
               for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
-            *[(k, dict(CLEAR=c), touched) for k in ("page_split_list_kernel", "page_split_spread_kernel")
-              for c in (False, True)]]
+            *[("page_split_list_kernel", dict(CLEAR=c), touched) for c in (False, True)],
+            *[("page_split_chunk_kernel", dict(CLEAR=c, CHUNKS=touched.chunks or 8), touched) for c in (False, True)]]
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:

@@ -235,7 +235,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``spread``, ``lead_split`` and ``lead_min_ids``
+    ``programs_per_sm`` of the copy's fixed grid, ``chunks``, ``lead_split`` and ``lead_min_ids``
     (inside CUDA-graph capture only, see ``_takes_lead``), ``mark_claim``, ``mark_dedup``,
     ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``).
     With touched_indices the kernels keep state on the device (see ``_PageList``; the default's
@@ -356,9 +356,11 @@ def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count):
     """The copy kernel's launch over ``pages[0:count]``: a fixed grid of a few programs per SM
     (with mark_claim it clears the claims of the pages it copies)."""
     grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(src64.device)),)
-    kernel = mod.page_split_spread_kernel if cfg.spread else mod.page_split_list_kernel
-    return lambda: launch(kernel, grid, src64, dst64, pages, count, N, state.claims, CLEAR=bool(cfg.mark_claim),
-                          num_warps=cfg.num_warps)
+    if cfg.chunks:
+        return lambda: launch(mod.page_split_chunk_kernel, grid, src64, dst64, pages, count, N, state.claims,
+                              CLEAR=bool(cfg.mark_claim), CHUNKS=cfg.chunks, num_warps=cfg.num_warps)
+    return lambda: launch(mod.page_split_list_kernel, grid, src64, dst64, pages, count, N, state.claims,
+                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps)
 
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:

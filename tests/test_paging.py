@@ -245,13 +245,13 @@ def _check_touched(src, got, P, pages, D=64):
                                       (256, PagingConfig(mark_check=True, mark_copies=2)),
                                       (256, PagingConfig(mark_spacing=32, mark_copies=2)),
                                       (128, PagingConfig(mark_spacing=32, mark_dedup=True)),
-                                      (256, PagingConfig(spread=True, programs_per_sm=5)),
-                                      (128, PagingConfig(spread=True, programs_per_sm=1, mark_check=True)),
+                                      (256, PagingConfig(chunks=8, programs_per_sm=5)),
+                                      (128, PagingConfig(chunks=1, programs_per_sm=1, mark_check=True)),
                                       (256, PagingConfig(mark_claim=True, programs_per_sm=3)),
-                                      (512, PagingConfig(mark_claim=True, spread=True, programs_per_sm=2)),
+                                      (512, PagingConfig(mark_claim=True, chunks=16, programs_per_sm=2)),
                                       (256, PagingConfig(lead_split=2)),
                                       (512, PagingConfig(lead_split=4, mark_copies=2, mark_spacing=128)),
-                                      (128, PagingConfig(lead_split=64, mark_check=True, spread=True))])
+                                      (128, PagingConfig(lead_split=64, mark_check=True, chunks=4))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -419,6 +419,8 @@ def test_spec_validation():
         PagingConfig(lead_split=8, mark_dedup=True).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.lead_min_ids=-1 for page_split-sm120"):
         PagingConfig(lead_split=8, lead_min_ids=-1).check(spec)
+    with pytest.raises(ValueError, match=r"PagingConfig.chunks=3 for page_split-sm120.*power of two in 1..16"):
+        PagingConfig(chunks=3).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
 
 
