@@ -151,7 +151,6 @@ def check_correctness(gen) -> list[str]:
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
             for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, chunks=8),
-                        PagingConfig(lead_ids=2048, mark_copies=2, mark_spacing=128, mark_check=True),
                         PagingConfig(mark_copies=2, mark_spacing=128)):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
@@ -162,7 +161,6 @@ def check_correctness(gen) -> list[str]:
                 dataclasses.replace(spec.default_config(touched=True), mark_claim=True, chunks=4,
                                     lead_split=0),
                 dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0),  # 8K ids: lead path
-                dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0, lead_ids=2048),
                 dataclasses.replace(spec.default_config(touched=True), lead_split=0)):
         checked += check_graph_replay(gen, cfg)
     return checked
@@ -291,22 +289,18 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     mid_rows, mid_copy, mid_best = copies(mid_moved // 2, inner, f"{mid_moved / 2e9:.3f} GB")
     rows += mid_rows
     # The default (a lead 1/8 of the ids copied on a side stream while the rest are marked, from
-    # 128K ids) against the plain path (mark, compact, copy), and copy kernels and grids with the
-    # lead, on the four pools. Measured and removed in session 10: the list copy loading its next
-    # page id ahead (no gain); lead 1/4..1/64 differ by 1-2 us. Session 11: the chunk copy alone ran
-    # 834 scattered pages in 68.6 us (x8, 4 warps x 16 per SM) against 72.1 for the list copy.
-    # Session 11 call 3: with the lead share, the chunk copy ran slower (88.6 us scattered), so it
-    # is kept for the plain path; lead_ids (the lead share listed by one program) measured here.
-    variants = [dict(lead_split=0), dict(num_warps=16, programs_per_sm=2),
-                dict(num_warps=16, programs_per_sm=2, lead_ids=2048), dict(num_warps=16, programs_per_sm=2, lead_ids=4096),
-                dict(num_warps=16, programs_per_sm=2, lead_ids=1024), dict(lead_ids=2048),
+    # 128K ids; the list copy with 16 warps x 2 programs per SM) against the plain path (mark,
+    # compact, copy), the session-10 grid (8 x 4) and the chunk copy without the lead, on the four
+    # pools. Measured and removed: session 10, the list copy loading its next page id ahead (no gain;
+    # lead 1/4..1/64 differ by 1-2 us); session 11, the lead share listed by one program (first 1K-4K
+    # ids; 91-94 us scattered). The chunk copy alone is 3 us faster than the list copy (70.7 vs 73.9
+    # us scattered) but with the lead share slower (88.6 us), so it is an option for the plain path.
+    variants = [dict(lead_split=0), dict(num_warps=8, programs_per_sm=4),
                 dict(chunks=8, num_warps=4, programs_per_sm=16, lead_split=0)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
-        lead = (f"lead {mc.lead_ids} ids (one program)" if mc.lead_ids else f"lead 1/{mc.lead_split}" if mc.lead_split
-                else "")
         label = (f"{_copy_name(mc.chunks)}, w{mc.num_warps} x{mc.programs_per_sm}"
-                 + (f", {lead} from {mc.lead_min_ids} ids" if lead else ", no lead"))
+                 + (f", lead 1/{mc.lead_split} from {mc.lead_min_ids} ids" if mc.lead_split else ", no lead"))
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False),
                                               (near, f"{touched} consecutive pages, ids 256x2048", near_moved, copy,

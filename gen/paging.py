@@ -19,7 +19,6 @@ _DEFAULT_BLOCK = {"sm90": 1024, "sm120": 512, "sm121": 512}
 # convert_indices with compaction takes a whole row per program step when it fits this.
 _COMPACT_BLOCK = {"sm90": 4096, "sm120": 2048, "sm121": 2048}
 MARK_BLOCK = 1024  # token ids per program of page_split's mark kernel
-LEAD_IDS, LEAD_WARPS = 2048, 16  # page_lead_kernel's ids when none are configured (compile checks), and warps
 COMPACT_BLOCK = 256  # page marks per program of its compact kernel (more programs: its loads are latency-bound)
 PIECE_WORDS = 1024  # largest piece (8-byte words) of one load in page_split's list kernel
 INFLIGHT_WORDS = 8192  # most words page_split's list kernel loads before it stores them (64 KB)
@@ -56,9 +55,7 @@ class PagingConfig:
     ``lead_split``: 0, or mark and list the first 1/lead_split of the ids first and copy their
     pages on a side stream while the rest are marked (a page is listed once either way), for calls
     with at least ``lead_min_ids`` ids (fewer: the plain path, whose fixed cost is lower) that a
-    CUDA graph captures (eager, the extra launches cost more host time than they save),
-    ``lead_ids``: 0, or the lead share is the first lead_ids ids, listed by one program
-    (page_lead_kernel) instead of a mark and a compact (taken under the same conditions)."""
+    CUDA graph captures (eager, the extra launches cost more host time than they save)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -71,7 +68,6 @@ class PagingConfig:
     mark_spacing: int = 1
     lead_split: int = 0
     lead_min_ids: int = 0
-    lead_ids: int = 0
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -103,12 +99,8 @@ class PagingConfig:
                 or not 0 <= self.lead_min_ids <= 1 << 40:
             raise ValueError(f"PagingConfig.lead_min_ids={self.lead_min_ids!r} for {spec.key}: "
                              f"expected an int in 0..2**40")
-        if self.lead_ids and (not _pow2(self.lead_ids) or not 256 <= self.lead_ids <= 8192):
-            raise ValueError(f"PagingConfig.lead_ids={self.lead_ids!r} for {spec.key}: "
-                             f"expected 0 or a power of two in 256..8192")
-        if (self.lead_split or self.lead_ids) and (self.mark_claim or self.mark_dedup):
-            raise ValueError(f"PagingConfig(lead_split={self.lead_split}, lead_ids={self.lead_ids}, "
-                             f"mark_claim={self.mark_claim}, "
+        if self.lead_split and (self.mark_claim or self.mark_dedup):
+            raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
                              f"mark kernel; expected mark_claim=False and mark_dedup=False")
         return self
@@ -251,8 +243,11 @@ class PageSplitSpec(_Spec):
             # 131K ids 77.3 -> 76.3 us, but 6.5 -> 12.0 us for 524K ids crowded into 4 pages (two
             # more kernels and the fork/join). Below 128K ids (a step of < 64 tokens x 2048) the
             # fixed cost dominates, so those calls take the plain path, and so do eager calls
-            # (runtime/paging.py's _takes_lead: host-bound at 340-420 us against 160-170 us).
-            return PagingConfig(block, 8, 4, mark_copies=2, mark_spacing=128, lead_split=8,
+            # (runtime/paging.py's _takes_lead: host-bound at 340-420 us against 160-170 us);
+            # session 11, the copy's grid 16 warps x 2 programs per SM (from 8 x 4), faster with the
+            # lead share in all four runs (sessions 10-11): scattered 80.5-81.7 -> 79.3-79.8 us,
+            # consecutive 77.9-79.0 -> 75.5-76.4 us, the other pools within 0.5 us.
+            return PagingConfig(block, 16, 2, mark_copies=2, mark_spacing=128, lead_split=8,
                                 lead_min_ids=1 << 17)
         return PagingConfig(block, 4)
 
@@ -266,7 +261,6 @@ _ARG_TYPES = {
     "page_compact_kernel": dict(marks="*i8", pages="*i32", count="*i32"),
     "page_split_kernel": dict(src="*i64", dst="*i64"),
     "page_claim_kernel": dict(touched="*i32", claims="*i32", pages="*i32", count="*i32"),
-    "page_lead_kernel": dict(touched="*i32", owner="*i32", marks="*i8", pages="*i32", count="*i32"),
     "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
     "page_split_chunk_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
 }
@@ -290,8 +284,6 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
                                            SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
               for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
-            ("page_lead_kernel", dict(BLOCK=touched.lead_ids or LEAD_IDS, COPIES=touched.mark_copies,
-                                      SPACING=touched.mark_spacing), PagingConfig(MARK_BLOCK, LEAD_WARPS)),
             *[("page_split_list_kernel", dict(CLEAR=c), touched) for c in (False, True)],
             *[("page_split_chunk_kernel", dict(CLEAR=c, CHUNKS=touched.chunks or 8), touched) for c in (False, True)]]
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import (COMPACT_BLOCK, LEAD_WARPS, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec,
-                                  PageSplitSpec)
+from sparsemla.gen.paging import COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
 from sparsemla.gen.render import interpreting, load_module
 
 from .api import device_arch
@@ -236,7 +235,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``chunks``, ``lead_split``, ``lead_ids`` and ``lead_min_ids``
+    ``programs_per_sm`` of the copy's fixed grid, ``chunks``, ``lead_split`` and ``lead_min_ids``
     (inside CUDA-graph capture only, see ``_takes_lead``), ``mark_claim``, ``mark_dedup``,
     ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``).
     With touched_indices the kernels keep state on the device (see ``_PageList``; the default's
@@ -313,7 +312,7 @@ def _takes_lead(cfg, tok, device) -> bool:
     capture after a warm-up call compiles nothing). Eager, its extra launches and stream fork cost
     more host time than the GPU time they hide (H200, session 10: 340-420 us per eager call against
     160-170 us for the plain path, whose GPU time is 80-86 us)."""
-    if not (cfg.lead_split or cfg.lead_ids) or tok.numel() < cfg.lead_min_ids:
+    if not cfg.lead_split or tok.numel() < cfg.lead_min_ids:
         return False
     if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
         return True
@@ -353,38 +352,28 @@ def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
                           SPACING=cfg.mark_spacing, LEAD=lead, num_warps=4)
 
 
-def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, clear=None):
+def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count):
     """The copy kernel's launch over ``pages[0:count]``: a fixed grid of a few programs per SM
-    (``clear``, default mark_claim: it zeroes the claims of the pages it copies)."""
+    (with mark_claim it clears the claims of the pages it copies)."""
     grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(src64.device)),)
-    clear = bool(cfg.mark_claim if clear is None else clear)
     if cfg.chunks:
         return lambda: launch(mod.page_split_chunk_kernel, grid, src64, dst64, pages, count, N, state.claims,
-                              CLEAR=clear, CHUNKS=cfg.chunks, num_warps=cfg.num_warps)
+                              CLEAR=bool(cfg.mark_claim), CHUNKS=cfg.chunks, num_warps=cfg.num_warps)
     return lambda: launch(mod.page_split_list_kernel, grid, src64, dst64, pages, count, N, state.claims,
-                          CLEAR=clear, num_warps=cfg.num_warps)
+                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps)
 
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
-    """page_split of touched pages with a lead share: list the pages of the first 1/lead_split of
-    the ids (mark, then compact) or of the first lead_ids ids (page_lead_kernel, one program),
-    their marks becoming 2; copy them on the side stream while the rest of the ids mark only
-    unlisted pages (CHECK), then list and copy those and join. With scattered ids the lead share
-    already names most pages, so the big copy starts after a short step instead of the whole
-    mark. Under the interpreter: one stream."""
+    """page_split of touched pages with a lead share (``cfg.lead_split``): mark and list the pages
+    of the first 1/lead_split of the ids (their marks become 2), copy them on the side stream
+    while the rest of the ids mark only unlisted pages (CHECK), then list and copy those and
+    join. With scattered ids the lead share already names nearly every page, so the big copy
+    starts after a short mark instead of the whole one. Under the interpreter: one stream."""
     state = _page_list(src64.device, N, cfg)
-    if cfg.lead_ids:
-        lead = min(tok.numel(), cfg.lead_ids)
-        launch(mod.page_lead_kernel, (1,), tok, lead, state.claims, state.marks, N, state.lead_pages,
-               state.lead_count, BLOCK=cfg.lead_ids, COPIES=cfg.mark_copies, SPACING=cfg.mark_spacing,
-               num_warps=LEAD_WARPS)
-    else:
-        lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
-        _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
-        _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
-    # page_lead_kernel's owner slots are the claims: the lead copy zeroes them again
-    copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count,
-                      clear=bool(cfg.lead_ids))
+    lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
+    _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
+    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
+    copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count)
     main = torch.cuda.current_stream(src64.device) if state.side is not None else None
     if main is not None:
         state.side.wait_stream(main)

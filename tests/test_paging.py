@@ -251,9 +251,7 @@ def _check_touched(src, got, P, pages, D=64):
                                       (512, PagingConfig(mark_claim=True, chunks=16, programs_per_sm=2)),
                                       (256, PagingConfig(lead_split=2)),
                                       (512, PagingConfig(lead_split=4, mark_copies=2, mark_spacing=128)),
-                                      (128, PagingConfig(lead_split=64, mark_check=True, chunks=4)),
-                                      (256, PagingConfig(lead_ids=256, mark_copies=2, mark_spacing=128)),
-                                      (128, PagingConfig(lead_ids=512, mark_check=True, chunks=2))])
+                                      (128, PagingConfig(lead_split=64, mark_check=True, chunks=4))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -273,7 +271,7 @@ def test_page_split_touched_list_strides_and_resets(P, config):
                                                      out=torch.full(shape, SENTINEL, dtype=torch.uint8)))
         state = paging._list_buffers[src.device]
         listed = state.pages[:int(state.count)].tolist()
-        if config is not None and (config.lead_split or config.lead_ids):  # the lead share's pages, then only new ones
+        if config is not None and config.lead_split:  # the lead share's pages, then only new ones
             rest_listed += len(listed)
             listed += state.lead_pages[:int(state.lead_count)].tolist()
         assert sorted(listed) == sorted(pages), (listed, pages)  # each page listed once
@@ -285,31 +283,6 @@ def test_page_split_touched_list_strides_and_resets(P, config):
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
         paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=config)
         assert (out == SENTINEL).all()
-
-
-@pytest.mark.parametrize("lead_ids,copies", [(256, 2), (1024, 1)])
-def test_page_lead_kernel_lists_the_lead_share_once(lead_ids, copies):
-    # lead_ids: one program lists the distinct pages of the first lead_ids ids (racing owner
-    # stores, no atomics); the rest of the ids list only pages the lead did not name; every page
-    # is copied, and the owner slots (the claims) and marks are zero again after the call.
-    gen = torch.Generator().manual_seed(lead_ids)
-    P, N, D = 128, 40, 64
-    src = _pool(gen, N, P)
-    shape = (N * P // D, model1_page_bytes(D))
-    cfg = PagingConfig(lead_ids=lead_ids, mark_copies=copies, mark_spacing=32, mark_check=True)
-    pages = torch.randint(0, 30, (lead_ids,), generator=gen)  # duplicates in the lead share
-    tok = torch.cat([pages * P + torch.randint(0, P, (lead_ids,), generator=gen),
-                     torch.tensor([-1, N * P, 35 * P + 1, 3 * P, 39 * P + 5] * 40)]).to(torch.int32)
-    tok[:lead_ids:7] = -1
-    want_lead = set((tok[:lead_ids][tok[:lead_ids] >= 0] // P).tolist())
-    out = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
-                            out=torch.full(shape, SENTINEL, dtype=torch.uint8))
-    state = paging._list_buffers[src.device]
-    lead = state.lead_pages[:int(state.lead_count)].tolist()
-    assert len(lead) == len(set(lead)) and set(lead) == want_lead
-    assert sorted(state.pages[:int(state.count)].tolist()) == sorted({35, 39} - want_lead)
-    _check_touched(src, out, P, want_lead | {35, 39})
-    assert (state.marks == 0).all() and (state.claims == 0).all()
 
 
 def test_page_split_default_takes_the_lead_path_only_from_lead_min_ids():
@@ -442,14 +415,10 @@ def test_spec_validation():
         PagingConfig(512, 8, 0).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.lead_split=3 for page_split-sm120.*power of two"):
         PagingConfig(lead_split=3).check(spec)
-    with pytest.raises(ValueError, match=r"lead_split=8, lead_ids=0, mark_claim=False, mark_dedup=True\) for page_split-sm120"):
+    with pytest.raises(ValueError, match=r"lead_split=8, mark_claim=False, mark_dedup=True\) for page_split-sm120"):
         PagingConfig(lead_split=8, mark_dedup=True).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.lead_min_ids=-1 for page_split-sm120"):
         PagingConfig(lead_split=8, lead_min_ids=-1).check(spec)
-    with pytest.raises(ValueError, match=r"PagingConfig.lead_ids=100 for page_split-sm120.*256..8192"):
-        PagingConfig(lead_ids=100).check(spec)
-    with pytest.raises(ValueError, match=r"lead_ids=512, mark_claim=True"):
-        PagingConfig(lead_ids=512, mark_claim=True).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.chunks=3 for page_split-sm120.*power of two in 1..16"):
         PagingConfig(chunks=3).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
