@@ -51,7 +51,8 @@ class PagingConfig:
     ``mark_spacing``: bytes from one page's mark to the next (32: one L2 sector per mark),
     ``mark_claim``: mark and list in one kernel (atomic claims; replaces mark + compact),
     ``chunks``: 0 copies the listed pages with page_split_list_kernel (a destination page per program
-    step), n > 0 with page_split_chunk_kernel (n adjacent 4 KB chunks per program step),
+    step), n > 0 with page_split_chunk_kernel (n adjacent 4 KB chunks per program step; on the H200
+    faster alone and on the plain path, slower beside the lead share's concurrent kernels),
     ``lead_split``: 0, or mark and list the first 1/lead_split of the ids first and copy their
     pages on a side stream while the rest are marked (a page is listed once either way), for calls
     with at least ``lead_min_ids`` ids (fewer: the plain path, whose fixed cost is lower) that a

@@ -10,7 +10,7 @@ Times copy kernels alone, in a CUDA graph, on the listed pages of the benchmark'
     per program), U chunks in flight per program: the grid works on a contiguous window of the
     list's bytes, as copy_ does;
 and the list's order (ascending, shuffled). Then a host-time profile of eager calls.
-Run on the GPU after `pip install .`: python3 benchmarks/proto_copy.py
+Run on the GPU after `pip install .`: python3 benchmarks/calls/proto_copy.py (session 11, call 2)
 """
 import cProfile
 import importlib.util
