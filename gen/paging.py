@@ -245,9 +245,10 @@ class PageSplitSpec(_Spec):
             # more kernels and the fork/join). Below 128K ids (a step of < 64 tokens x 2048) the
             # fixed cost dominates, so those calls take the plain path, and so do eager calls
             # (runtime/paging.py's _takes_lead: host-bound at 340-420 us against 160-170 us);
-            # session 11, the copy's grid 16 warps x 2 programs per SM (from 8 x 4), faster with the
-            # lead share in all four runs (sessions 10-11): scattered 80.5-81.7 -> 79.3-79.8 us,
-            # consecutive 77.9-79.0 -> 75.5-76.4 us, the other pools within 0.5 us.
+            # session 11, the copy's grid 16 warps x 2 programs per SM (from 8 x 4; half the register
+            # file, so the rest of the mark runs beside the lead copy), faster with the lead share in
+            # all five runs since session 10: scattered by 0.3-2.2 us (80.5-81.7 -> 79.3-80.2 us),
+            # consecutive by 1.7-3.5 us (77.9-79.0 -> 75.5-76.4 us), the other pools within 0.7 us.
             return PagingConfig(block, 16, 2, mark_copies=2, mark_spacing=128, lead_split=8,
                                 lead_min_ids=1 << 17)
         return PagingConfig(block, 4)
