@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The next device call on the H200 (session 11, call 5): the paging benchmark with the new default
-# (the list copy's grid 16 warps x 2 programs per SM, with the lead share), for the committed table
-# (benchmarks/results/paging_NVIDIA_H200.md), beside the session-10 grid, the plain path and the
-# chunk copy without the lead share.
+# The next device call on the H200. No experiment is queued after session 11 (its six calls are in
+# benchmarks/results/session11/README.md); until one is, this re-checks what is shipped: bf16
+# correctness of every format x feature (benchmarks/gpu_correctness.py), then the paging benchmark
+# with its GPU correctness and graph checks.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-paging 240 paging_final
+timeout 240 python3 benchmarks/gpu_correctness.py > "$OUT/gpu_correctness.log" 2>&1
+echo "== gpu_correctness rc=$?"; grep -ci fail "$OUT/gpu_correctness.log"; tail -3 "$OUT/gpu_correctness.log"
+paging 240 paging
 pack_out
