@@ -59,10 +59,19 @@ def _direct_ok(args) -> bool:
     return first is not None and first.is_cuda and not _hooked()
 
 
+_runtime_knobs = None  # triton.knobs.runtime, imported on the first direct launch
+
+
 def _hooked() -> bool:
-    from triton import knobs
-    hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
-    return any(h is not None and bool(getattr(h, "calls", True)) for h in hooks)
+    """Whether a launch hook is set (a hook chain with hooks in it, or a plain callable). Two plain
+    attribute reads: it runs on every launch."""
+    global _runtime_knobs
+    if _runtime_knobs is None:
+        from triton import knobs
+        _runtime_knobs = knobs.runtime
+    enter, leave = _runtime_knobs.launch_enter_hook, _runtime_knobs.launch_exit_hook
+    return ((enter is not None and bool(getattr(enter, "calls", True)))
+            or (leave is not None and bool(getattr(leave, "calls", True))))
 
 
 def _stream(device: int):

@@ -85,3 +85,22 @@ def test_launch_takes_the_jit_when_off_or_not_directly_callable(direct, monkeypa
     assert len(jit.launches) == 2 and not jit.compiled.runs
     with pytest.raises(TypeError, match=r"kern: positional arguments then \['BLOCK'\] do not cover"):
         fast.ordered_args(jit, (x, 16, x), dict(BLOCK=8))
+
+
+def test_a_launch_hook_sends_launches_through_the_jit(monkeypatch):
+    # A profiler's launch hook must see every launch, so a set hook turns the direct path off.
+    from triton import knobs
+    assert not fast._hooked()
+    hook = lambda *a, **k: None  # noqa: E731
+    chain = knobs.runtime.launch_enter_hook
+    if hasattr(chain, "add"):  # a HookChain (newer Triton): hooked while it holds a call
+        chain.add(hook)
+        try:
+            assert fast._hooked()
+        finally:
+            chain.remove(hook)
+    else:
+        monkeypatch.setattr(knobs.runtime, "launch_enter_hook", hook)
+        assert fast._hooked()
+        monkeypatch.undo()
+    assert not fast._hooked()
