@@ -7,10 +7,13 @@ CUDA graph; only ``pack_valid_prefix`` without ``out=`` reads the output length.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec
+from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec,
+                                  PagingConfig)
 from sparsemla.gen.render import interpreting, load_module
 
 from .api import device_arch
@@ -36,6 +39,19 @@ def _check(name, t, *, dtypes, ndim, device=None):
         raise ValueError(f"{name}: shape {tuple(t.shape)}, expected {ndim} dims")
     if device is not None and t.device != device:
         raise ValueError(f"{name}: on {t.device}, expected {device} (the device of the other inputs)")
+
+
+def _checked_config(spec, config, **default_kind):
+    """``config`` (None: ``spec.default_config(**default_kind)``) validated for ``spec``. Cached: it
+    runs on every call (1.5-2 us of the 11-19 us of Python a call took on the CPU machine)."""
+    if config is not None and not isinstance(config, PagingConfig):
+        raise TypeError(f"config: expected a PagingConfig or None, got {type(config).__name__} (for {spec.key})")
+    return _checked_config_cached(spec, config, **default_kind)
+
+
+@lru_cache(maxsize=256)
+def _checked_config_cached(spec, config, **default_kind):
+    return (config or spec.default_config(**default_kind)).check(spec)
 
 
 def _positive_int(name, v):
@@ -96,7 +112,7 @@ def convert_indices(req_id_per_token, block_table, local_indices, *, page_size,
                                          page_size=page_size, block_stride_rows=stride,
                                          return_valid_counts=return_valid_counts)
     spec = ConvertIndicesSpec(page_size, K, device_arch(dev))
-    cfg = (config or spec.default_config(compact=return_valid_counts)).check(spec)
+    cfg = _checked_config(spec, config, compact=return_valid_counts)
     out = torch.empty(T, K, dtype=torch.int32, device=dev)
     counts = torch.empty(T if return_valid_counts else 1, dtype=torch.int32, device=dev)
     grid = (T,) if return_valid_counts else (T, -(-K // cfg.block))
@@ -147,7 +163,7 @@ def pack_valid_prefix(slots, indptr, *, out=None, config=None):
     if out is None:
         out = torch.zeros(int(indptr[-1]), dtype=torch.int32, device=dev)  # reads the length: a sync
     spec = PackValidPrefixSpec(W, device_arch(dev))
-    cfg = (config or spec.default_config()).check(spec)
+    cfg = _checked_config(spec, config)
     launch(load_module(spec).pack_valid_prefix_kernel, (T, -(-W // cfg.block)),
            slots, slots.stride(0), slots.stride(1), indptr, out, out.numel(),
            BLOCK=cfg.block, num_warps=cfg.num_warps)
@@ -288,10 +304,10 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     mod = load_module(spec)
     src64, dst64 = src_pages.view(torch.uint8).view(torch.int64), out.view(torch.uint8).view(torch.int64)
     if full:
-        cfg = (config or spec.default_config()).check(spec)
+        cfg = _checked_config(spec, config)
         launch(mod.page_split_kernel, (N * ratio,), src64, dst64, BLOCK=cfg.block, num_warps=cfg.num_warps)
         return out
-    cfg = (config or spec.default_config(touched=True)).check(spec)
+    cfg = _checked_config(spec, config, touched=True)
     tok = touched_indices.reshape(-1)
     if tok.numel() == 0:
         return out

@@ -447,3 +447,19 @@ def test_templates_compile_for_gpu_targets(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     fits = json.loads(res.stdout.strip().splitlines()[-1])
     assert len(fits) == 12 and all(fits.values()), fits
+
+
+def test_a_bad_config_is_reported_on_every_call():
+    # Configs are checked once per (spec, config) and cached; a bad one raises each time, and
+    # something that is not a PagingConfig is named as such.
+    gen = torch.Generator().manual_seed(3)
+    req, table, local = torch.zeros(2, dtype=torch.int32), torch.zeros(1, 4, dtype=torch.int32), \
+        torch.randint(-1, 64, (2, 8), generator=gen, dtype=torch.int32)
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"PagingConfig.block=100 for convert_indices"):
+            paging.convert_indices(req, table, local, page_size=16, config=PagingConfig(100, 4))
+    with pytest.raises(TypeError, match=r"config: expected a PagingConfig or None, got dict"):
+        paging.convert_indices(req, table, local, page_size=16, config={"block": 64})
+    want = paging.convert_indices_reference(req, table, local, page_size=16)
+    for _ in range(2):  # the cached default, twice
+        assert torch.equal(paging.convert_indices(req, table, local, page_size=16), want)
