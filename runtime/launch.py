@@ -10,8 +10,8 @@ options and current device; after a key's first launch through the JIT it calls 
 
 On by default (``SPARSEMLA_FAST_LAUNCH=0`` turns it off). Measured on the H200 (session 11, the
 paging benchmark run with and without it): the same graph times and correctness and graph checks,
-and eager touched page_split calls 6-27% shorter (e.g. 4 crowded pages 194 -> 161 us, 834 consecutive pages
-without the lead share 205 -> 151 us). Under the interpreter or with a launch hook set (profilers),
+and eager calls 24-59% shorter once the launch-hook check below stopped importing Triton's knobs on
+every launch (touched page_split 206 -> 130 us, convert_indices 86 -> 39 us). Under the interpreter or with a launch hook set (profilers),
 every launch goes through the JIT.
 """
 from __future__ import annotations
