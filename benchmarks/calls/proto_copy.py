@@ -17,17 +17,18 @@ import importlib.util
 import io
 import os
 import pstats
-import statistics
 import sys
 
 import torch
-import triton
 
 import sparsemla
 from sparsemla.gen.layout import model1_page_bytes
 from sparsemla.gen.paging import PageSplitSpec
 from sparsemla.gen.render import load_module
 from sparsemla.runtime import paging
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bench_paging import _median_us, capture  # noqa: E402
 
 DEV = torch.device("cuda")
 P, D = 256, 64
@@ -37,7 +38,6 @@ DATA_WORDS, SCALE_WORDS, SRC_SCALE_WORDS = D * 576 // 8, D * 8 // 8, P * 576 // 
 CHUNK = 512  # words (4 KB); DATA_WORDS = 9 chunks
 
 KERNELS = '''
-import triton
 import triton.language as tl
 
 @triton.jit
@@ -94,24 +94,8 @@ def _chunk_kernels(us=(2, 4, 8)):
 
 
 def graph_us(fn, inner=10, repeats=20):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(inner):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1000 / inner)
-    return statistics.median(ts)
+    """us per call of ``fn`` from a CUDA graph of ``inner`` calls (bench_paging's capture and median)."""
+    return _median_us(capture(fn, inner).replay, inner, repeats)
 
 
 def check(dst, src, pages):

@@ -13,14 +13,13 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_paging import DEV, make_pool, timed, touched_tokens  # noqa: E402
+from bench_paging import DEV, ROW, make_pool, timed, touched_tokens  # noqa: E402
 
 from sparsemla.gen.layout import model1_page_bytes  # noqa: E402
 from sparsemla.gen.paging import PageSplitSpec  # noqa: E402
 from sparsemla.runtime import paging  # noqa: E402
 
 P, D = 256, 64
-ROW = 584
 
 
 def main():
