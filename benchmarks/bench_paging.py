@@ -213,16 +213,20 @@ def _copy_name(chunks: int) -> str:
     return f"chunk copy x{chunks}" if chunks else "list copy"
 
 
-def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int) -> list[dict]:
+def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int, copy_only=False) -> list[dict]:
     """Kernel times of one touched page_split: the mark kernel alone, mark + compact, and the
     copy alone (on the list the compact left). With mark_claim: the whole call and the copy alone
-    (a claim replayed alone finds its pages claimed by the replay before, so it is not timed alone)."""
+    (a claim replayed alone finds its pages claimed by the replay before, so it is not timed alone).
+    ``copy_only``: the copy alone, on the list of one untimed mark and compact."""
     P = 256
     mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
     first, second, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
                                                   ids.reshape(-1), src.shape[0], P // 64, cfg)
     copy_name = _copy_name(cfg.chunks)
-    if cfg.mark_claim:
+    if copy_only:
+        first(), second()
+        steps = ((copy_name, copy),)
+    elif cfg.mark_claim:
         steps = (("claim + " + copy_name, lambda: (first(), second(), copy())), (copy_name, copy))
     else:
         steps = (("mark", first), ("mark + compact", lambda: (first(), second())), (copy_name, copy))
@@ -320,7 +324,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     chunk_cfg = dataclasses.replace(cfg, chunks=8, num_warps=4, programs_per_sm=16)
     for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages"), (near, f"{touched} consecutive pages")):
         rows += touched_breakdown(src, dst, ids, cfg, what, inner, repeats)
-        rows += touched_breakdown(src, dst, ids, chunk_cfg, what, inner, repeats)[2:]  # its copy alone
+        rows += touched_breakdown(src, dst, ids, chunk_cfg, what, inner, repeats, copy_only=True)
     sweep_rows = []
     if sweep:
         for chunks in (0, 8):
