@@ -1,0 +1,278 @@
+"""Issue 7 prototype (session 12): the bf16 sparse-MLA decode kernel for sm90 in Gluon.
+
+Why Gluon: Triton's own pipeliner keeps the gathered KV one tile ahead, waits QK's wgmma at
+once and never overlaps softmax with an MMA (DEVELOPERS.md). Here the schedule is explicit:
+
+  one program = 64 heads (the wgmma M) x one token x one split of its top-k list, 8 warps
+  (two warp groups). Q sits in shared memory; KV tiles of BLOCK_N gathered rows go through a
+  NUM_STAGES ring of cp.async groups. S = Q K^T is split across the warp groups by columns
+  (each computes BLOCK_N/2 of them, no redundant MMA); P goes through shared memory to the
+  P.V wgmma, whose 512 output columns are split 256 per warp group.
+  Per tile j:   issue S(j+1) = Q K(j+1)^T      (async)
+                issue O += P(j) V(j)            (async)
+                wait S(j+1); softmax(j+1)       (overlaps P(j) V(j) on the tensor cores)
+                wait O; stage j is free -> issue the gather of tile j + NUM_STAGES
+                P(j+1) -> shared memory; O *= alpha(j+1)
+
+KV: bf16 rows of D_NOPE (+ D_ROPE) elements at slot * stride_row (page_size 1 view of the
+flat cache); slot -1, past num_slots or past topk_length is not attended and never read.
+"""
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    async_copy, fence_async_shared, warpgroup_mma, warpgroup_mma_wait)
+
+
+@gluon.jit
+def _issue_gather(kv, stride_row, num_slots, idx_row, lo_tile, hi, kn_buf, kr_buf,
+                  BLOCK_N: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr,
+                  GN: gl.constexpr, GR: gl.constexpr):
+    """cp.async the rows of the tile starting at list position lo_tile into one ring stage."""
+    offs = lo_tile + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, GN))
+    slot = gl.load(idx_row + offs, mask=offs < hi, other=-1).to(gl.int64)
+    ok = (slot >= 0) & (slot < num_slots)
+    row = gl.where(ok, slot, 0) * stride_row
+    cols = gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GN))
+    async_copy.async_copy_global_to_shared(kn_buf, kv + row[:, None] + cols[None, :], mask=ok[:, None])
+    if D_ROPE > 0:
+        ok_r = gl.convert_layout(ok, gl.SliceLayout(1, GR))
+        row_r = gl.convert_layout(row, gl.SliceLayout(1, GR))
+        cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
+        async_copy.async_copy_global_to_shared(kr_buf, kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
+
+
+@gluon.jit
+def _scores(qn_smem, qr_smem, kn_buf, kr_buf, S_L: gl.constexpr, BLOCK_H: gl.constexpr,
+            BLOCK_N: gl.constexpr, D_ROPE: gl.constexpr):
+    s = gl.zeros([BLOCK_H, BLOCK_N], gl.float32, layout=S_L)
+    s = warpgroup_mma(qn_smem, kn_buf.permute((1, 0)), s, use_acc=False, is_async=True)
+    if D_ROPE > 0:
+        s = warpgroup_mma(qr_smem, kr_buf.permute((1, 0)), s, is_async=True)
+    return s
+
+
+@gluon.jit
+def _softmax(s, m_i, l_i, idx_row, lo_tile, hi, num_slots, score_scale,
+             S_L: gl.constexpr, BLOCK_N: gl.constexpr):
+    offs = lo_tile + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, S_L))
+    slot = gl.load(idx_row + offs, mask=offs < hi, other=-1)
+    ok = (slot >= 0) & (slot < num_slots)
+    s = gl.where(ok[None, :], s * score_scale, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, axis=1))
+    m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = gl.exp2(m_i - m_use)
+    p = gl.exp2(s - m_use[:, None])
+    l_i = l_i * alpha + gl.sum(p, axis=1)
+    return p.to(gl.bfloat16), m_new, l_i, alpha
+
+
+@gluon.jit
+def _l2_prefetch(kv, stride_row, num_slots, idx_row, lo_tile, hi, BLOCK_N: gl.constexpr, ROW_BYTES: gl.constexpr,
+                 num_warps: gl.constexpr):
+    """prefetch.global.L2 every 128-byte line of the tile's rows: its later cp.async waits on L2."""
+    PF: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [num_warps, 1], [1, 0])
+    offs = lo_tile + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, PF))
+    slot = gl.load(idx_row + offs, mask=offs < hi, other=-1).to(gl.int64)
+    ok = (slot >= 0) & (slot < num_slots)
+    line = gl.minimum(gl.arange(0, 16, layout=gl.SliceLayout(0, PF)) * 64, ROW_BYTES // 2 - 1)
+    ptrs = kv + (gl.where(ok, slot, 0) * stride_row)[:, None] + line[None, :]
+    gl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
+                              dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _loop_plain(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_scale,
+                qn_smem, qr_smem, kn_ring, kr_ring, p_smem, m_i, l_i, acc,
+                S_L: gl.constexpr, O_L: gl.constexpr, GN: gl.constexpr, GR: gl.constexpr,
+                BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr,
+                NUM_STAGES: gl.constexpr, L2_PREFETCH: gl.constexpr):
+    """Per tile: S, softmax, P.V in turn; the gather of tile j + NUM_STAGES - 1 is issued first."""
+    for j in range(n_tiles):
+        stage = j % NUM_STAGES
+        # The stage of tile j - 1, freed by the barrier that ended the last iteration.
+        _issue_gather(kv, stride_row, num_slots, idx_row, lo + (j + NUM_STAGES - 1) * BLOCK_N, hi,
+                      kn_ring.index((j + NUM_STAGES - 1) % NUM_STAGES), kr_ring.index((j + NUM_STAGES - 1) % NUM_STAGES),
+                      BLOCK_N, D_NOPE, D_ROPE, GN, GR)
+        async_copy.commit_group()
+        if L2_PREFETCH > 0:
+            _l2_prefetch(kv, stride_row, num_slots, idx_row, lo + (j + NUM_STAGES - 1 + L2_PREFETCH) * BLOCK_N, hi,
+                         BLOCK_N, 2 * (D_NOPE + D_ROPE), 8)
+        async_copy.wait_group(NUM_STAGES - 1)  # tile j is in
+        fence_async_shared()
+        gl.thread_barrier()
+        s = _scores(qn_smem, qr_smem, kn_ring.index(stage), kr_ring.index(stage), S_L, BLOCK_H, BLOCK_N, D_ROPE)
+        s = warpgroup_mma_wait(0, deps=[s])
+        p, m_i, l_i, alpha = _softmax(s, m_i, l_i, idx_row, lo + j * BLOCK_N, hi, num_slots, score_scale, S_L, BLOCK_N)
+        p_smem.store(p)
+        fence_async_shared()
+        gl.thread_barrier()
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, O_L))[:, None]
+        acc = warpgroup_mma(p_smem, kn_ring.index(stage), acc, is_async=True)
+        acc = warpgroup_mma_wait(0, deps=[acc])
+        gl.thread_barrier()  # both warp groups are done with stage j and P(j)
+    async_copy.wait_group(0)
+    return acc, m_i, l_i
+
+
+@gluon.jit
+def _loop_overlap(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_scale,
+                  qn_smem, qr_smem, kn_ring, kr_ring, p_smem, m_i, l_i, acc,
+                  S_L: gl.constexpr, O_L: gl.constexpr, GN: gl.constexpr, GR: gl.constexpr,
+                  BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr,
+                  NUM_STAGES: gl.constexpr, L2_PREFETCH: gl.constexpr):
+    """FA3's in-warp-group overlap: S(j+1) and P(j).V(j) in flight together, softmax(j+1)
+    while P(j).V(j) runs. Tile j+1 must be in before P(j).V(j) frees its stage, so the gather
+    lookahead is NUM_STAGES - 2 tiles: for NUM_STAGES >= 3."""
+    if n_tiles > 0:
+        _issue_gather(kv, stride_row, num_slots, idx_row, lo + (NUM_STAGES - 1) * BLOCK_N, hi,
+                      kn_ring.index(NUM_STAGES - 1), kr_ring.index(NUM_STAGES - 1),
+                      BLOCK_N, D_NOPE, D_ROPE, GN, GR)
+        async_copy.commit_group()
+        async_copy.wait_group(NUM_STAGES - 1)  # tile 0 is in
+        fence_async_shared()
+        gl.thread_barrier()
+        s = _scores(qn_smem, qr_smem, kn_ring.index(0), kr_ring.index(0), S_L, BLOCK_H, BLOCK_N, D_ROPE)
+        s = warpgroup_mma_wait(0, deps=[s])
+        p, m_i, l_i, alpha = _softmax(s, m_i, l_i, idx_row, lo, hi, num_slots, score_scale, S_L, BLOCK_N)
+        p_smem.store(p)
+        fence_async_shared()
+        gl.thread_barrier()
+        for j in range(n_tiles):
+            # Unconditional: past the last tile, tile j+1's stage holds a masked (zero-filled)
+            # gather whose scores are all -inf, so its softmax changes nothing.
+            stage = j % NUM_STAGES
+            nxt = (j + 1) % NUM_STAGES
+            async_copy.wait_group(NUM_STAGES - 2)  # tile j+1 is in
+            fence_async_shared()
+            gl.thread_barrier()
+            s = _scores(qn_smem, qr_smem, kn_ring.index(nxt), kr_ring.index(nxt), S_L, BLOCK_H, BLOCK_N, D_ROPE)
+            acc = warpgroup_mma(p_smem, kn_ring.index(stage), acc, is_async=True)
+            s = warpgroup_mma_wait(1, deps=[s])
+            p, m_i, l_i, alpha = _softmax(s, m_i, l_i, idx_row, lo + (j + 1) * BLOCK_N, hi, num_slots,
+                                          score_scale, S_L, BLOCK_N)
+            acc = warpgroup_mma_wait(0, deps=[acc])
+            gl.thread_barrier()  # both warp groups are done with stage j and P(j)
+            _issue_gather(kv, stride_row, num_slots, idx_row, lo + (j + NUM_STAGES) * BLOCK_N, hi,
+                          kn_ring.index(stage), kr_ring.index(stage), BLOCK_N, D_NOPE, D_ROPE, GN, GR)
+            async_copy.commit_group()
+            if L2_PREFETCH > 0:
+                _l2_prefetch(kv, stride_row, num_slots, idx_row, lo + (j + NUM_STAGES + L2_PREFETCH) * BLOCK_N, hi,
+                             BLOCK_N, 2 * (D_NOPE + D_ROPE), 8)
+            p_smem.store(p)
+            fence_async_shared()
+            gl.thread_barrier()
+            acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, O_L))[:, None]
+        async_copy.wait_group(0)
+    return acc, m_i, l_i
+
+
+@gluon.jit
+def sparse_mla_sm90_bf16(
+    q, stride_qt, stride_qh,
+    kv, stride_row, num_slots,
+    idx, stride_it, topk_len,
+    sink,
+    out, stride_ot, stride_oh,
+    lse, stride_lt,
+    o_part, lse_part,
+    sm_scale, num_heads, num_splits,
+    TOPK: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr,
+    HAS_TOPK_LEN: gl.constexpr, HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr,
+    BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, OVERLAP: gl.constexpr,
+    L2_PREFETCH: gl.constexpr, num_warps: gl.constexpr,
+):
+    gl.static_assert(num_warps == 8)
+    pid = gl.program_id(0)
+    head_blocks = gl.cdiv(num_heads, BLOCK_H)
+    hb = pid % head_blocks
+    split = (pid // head_blocks) % num_splits
+    t = (pid // head_blocks // num_splits).to(gl.int64)
+
+    # Layouts. S: warps [4, 2] split the tile's columns between the warp groups; O: the 512
+    # output columns, 256 per warp group. Gathers: 16-byte cp.async per thread.
+    S_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                  instr_shape=[16, BLOCK_N // 2, 16])
+    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                  instr_shape=[16, D_NOPE // 2, 16])
+    GN: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [num_warps, 1], [1, 0])
+    GR: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
+    SW_N: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    SW_R: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    SW_P: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=min(128, 2 * BLOCK_N), element_bitwidth=16, rank=2)
+
+    qn_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, D_NOPE], SW_N)
+    kn_ring = gl.allocate_shared_memory(gl.bfloat16, [NUM_STAGES, BLOCK_N, D_NOPE], SW_N)
+    if D_ROPE > 0:
+        qr_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, D_ROPE], SW_R)
+        kr_ring = gl.allocate_shared_memory(gl.bfloat16, [NUM_STAGES, BLOCK_N, D_ROPE], SW_R)
+    else:
+        qr_smem = qn_smem
+        kr_ring = kn_ring
+    p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, BLOCK_N], SW_P)
+
+    # This split's share of the top-k list, in whole tiles.
+    chunk = gl.cdiv(gl.cdiv(TOPK, num_splits), BLOCK_N) * BLOCK_N
+    lo = split * chunk
+    hi = gl.minimum(lo + chunk, TOPK)
+    if HAS_TOPK_LEN:
+        hi = gl.minimum(hi, gl.load(topk_len + t))
+    n_tiles = gl.maximum(gl.cdiv(hi - lo, BLOCK_N), 0)
+    idx_row = idx + t * stride_it
+
+    # Gathers of the first NUM_STAGES - 1 tiles, then Q (registers -> shared memory).
+    for i in gl.static_range(NUM_STAGES - 1):
+        _issue_gather(kv, stride_row, num_slots, idx_row, lo + i * BLOCK_N, hi, kn_ring.index(i),
+                      kr_ring.index(i), BLOCK_N, D_NOPE, D_ROPE, GN, GR)
+        async_copy.commit_group()
+    heads_q = hb * BLOCK_H + gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GN))
+    q_row = q + t * stride_qt + heads_q.to(gl.int64) * stride_qh
+    hm = heads_q < num_heads
+    qn_smem.store(gl.load(q_row[:, None] + gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GN))[None, :],
+                          mask=hm[:, None], other=0.0))
+    if D_ROPE > 0:
+        heads_r = hb * BLOCK_H + gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GR))
+        q_row_r = q + t * stride_qt + heads_r.to(gl.int64) * stride_qh
+        qr_smem.store(gl.load(q_row_r[:, None] + D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))[None, :],
+                              mask=(heads_r < num_heads)[:, None], other=0.0))
+
+    LOG2E: gl.constexpr = 1.4426950408889634
+    score_scale = sm_scale * LOG2E
+    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, layout=gl.SliceLayout(1, S_L))
+    l_i = gl.zeros([BLOCK_H], gl.float32, layout=gl.SliceLayout(1, S_L))
+    acc = gl.zeros([BLOCK_H, D_NOPE], gl.float32, layout=O_L)
+
+    if OVERLAP:
+        acc, m_i, l_i = _loop_overlap(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_scale,
+                                      qn_smem, qr_smem, kn_ring, kr_ring, p_smem, m_i, l_i, acc,
+                                      S_L, O_L, GN, GR, BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, NUM_STAGES, L2_PREFETCH)
+    else:
+        acc, m_i, l_i = _loop_plain(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_scale,
+                                    qn_smem, qr_smem, kn_ring, kr_ring, p_smem, m_i, l_i, acc,
+                                    S_L, O_L, GN, GR, BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, NUM_STAGES, L2_PREFETCH)
+
+    # Epilogue: rows with nothing attended write 0 (and LSE +inf); splits write partials.
+    heads_o = hb * BLOCK_H + gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, O_L))
+    hm_o = heads_o < num_heads
+    cols_o = gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, O_L))
+    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, O_L))
+    m_o = gl.convert_layout(m_i, gl.SliceLayout(1, O_L))
+    m_use = gl.where(m_o == float("-inf"), 0.0, m_o)
+    if SPLIT_K:
+        inv = gl.where(l_o > 0.0, 1.0 / gl.where(l_o > 0.0, l_o, 1.0), 0.0)
+        part = (t * num_heads + heads_o) * num_splits + split
+        lse2 = gl.where(l_o > 0.0, m_o + gl.log2(gl.where(l_o > 0.0, l_o, 1.0)), float("-inf"))
+        gl.store(lse_part + part, lse2, mask=hm_o)
+        gl.store(o_part + part[:, None] * D_NOPE + cols_o[None, :], acc * inv[:, None], mask=hm_o[:, None])
+    else:
+        denom = l_o
+        if HAS_SINK:
+            sink_h = gl.load(sink + heads_o, mask=hm_o, other=float("-inf")).to(gl.float32)
+            denom = denom + gl.exp2(sink_h * LOG2E - m_use)
+        inv = gl.where(l_o > 0.0, 1.0 / gl.where(l_o > 0.0, denom, 1.0), 0.0)
+        o_row = out + t * stride_ot + heads_o.to(gl.int64) * stride_oh
+        gl.store(o_row[:, None] + cols_o[None, :], (acc * inv[:, None]).to(out.dtype.element_ty), mask=hm_o[:, None])
+        if RETURN_LSE:
+            lse_val = gl.where(l_o > 0.0, (m_use + gl.log2(gl.where(l_o > 0.0, l_o, 1.0))) * 0.6931471805599453,
+                               float("inf"))
+            gl.store(lse + t * stride_lt + heads_o, lse_val, mask=hm_o)
