@@ -23,6 +23,11 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     async_copy, fence_async_shared, warpgroup_mma, warpgroup_mma_wait)
 
+# The cp.async gather: Triton 3.6 names it async_copy_global_to_shared, later versions async_load.
+_cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+# The CTA-wide barrier: gl.thread_barrier in Triton 3.6, gl.barrier later.
+_cta_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
+
 
 @gluon.jit
 def _issue_gather(kv, stride_row, num_slots, idx_row, lo_tile, hi, kn_buf, kr_buf,
@@ -34,12 +39,12 @@ def _issue_gather(kv, stride_row, num_slots, idx_row, lo_tile, hi, kn_buf, kr_bu
     ok = (slot >= 0) & (slot < num_slots)
     row = gl.where(ok, slot, 0) * stride_row
     cols = gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GN))
-    async_copy.async_copy_global_to_shared(kn_buf, kv + row[:, None] + cols[None, :], mask=ok[:, None])
+    _cp_async(kn_buf, kv + row[:, None] + cols[None, :], mask=ok[:, None])
     if D_ROPE > 0:
         ok_r = gl.convert_layout(ok, gl.SliceLayout(1, GR))
         row_r = gl.convert_layout(row, gl.SliceLayout(1, GR))
         cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
-        async_copy.async_copy_global_to_shared(kr_buf, kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
+        _cp_async(kr_buf, kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
 
 
 @gluon.jit
@@ -100,17 +105,17 @@ def _loop_plain(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_scale
                          BLOCK_N, 2 * (D_NOPE + D_ROPE), 8)
         async_copy.wait_group(NUM_STAGES - 1)  # tile j is in
         fence_async_shared()
-        gl.thread_barrier()
+        _cta_barrier()
         s = _scores(qn_smem, qr_smem, kn_ring.index(stage), kr_ring.index(stage), S_L, BLOCK_H, BLOCK_N, D_ROPE)
         s = warpgroup_mma_wait(0, deps=[s])
         p, m_i, l_i, alpha = _softmax(s, m_i, l_i, idx_row, lo + j * BLOCK_N, hi, num_slots, score_scale, S_L, BLOCK_N)
         p_smem.store(p)
         fence_async_shared()
-        gl.thread_barrier()
+        _cta_barrier()
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, O_L))[:, None]
         acc = warpgroup_mma(p_smem, kn_ring.index(stage), acc, is_async=True)
         acc = warpgroup_mma_wait(0, deps=[acc])
-        gl.thread_barrier()  # both warp groups are done with stage j and P(j)
+        _cta_barrier()  # both warp groups are done with stage j and P(j)
     async_copy.wait_group(0)
     return acc, m_i, l_i
 
@@ -131,13 +136,13 @@ def _loop_overlap(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_sca
         async_copy.commit_group()
         async_copy.wait_group(NUM_STAGES - 1)  # tile 0 is in
         fence_async_shared()
-        gl.thread_barrier()
+        _cta_barrier()
         s = _scores(qn_smem, qr_smem, kn_ring.index(0), kr_ring.index(0), S_L, BLOCK_H, BLOCK_N, D_ROPE)
         s = warpgroup_mma_wait(0, deps=[s])
         p, m_i, l_i, alpha = _softmax(s, m_i, l_i, idx_row, lo, hi, num_slots, score_scale, S_L, BLOCK_N)
         p_smem.store(p)
         fence_async_shared()
-        gl.thread_barrier()
+        _cta_barrier()
         for j in range(n_tiles):
             # Unconditional: past the last tile, tile j+1's stage holds a masked (zero-filled)
             # gather whose scores are all -inf, so its softmax changes nothing.
@@ -145,14 +150,14 @@ def _loop_overlap(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_sca
             nxt = (j + 1) % NUM_STAGES
             async_copy.wait_group(NUM_STAGES - 2)  # tile j+1 is in
             fence_async_shared()
-            gl.thread_barrier()
+            _cta_barrier()
             s = _scores(qn_smem, qr_smem, kn_ring.index(nxt), kr_ring.index(nxt), S_L, BLOCK_H, BLOCK_N, D_ROPE)
             acc = warpgroup_mma(p_smem, kn_ring.index(stage), acc, is_async=True)
             s = warpgroup_mma_wait(1, deps=[s])
             p, m_i, l_i, alpha = _softmax(s, m_i, l_i, idx_row, lo + (j + 1) * BLOCK_N, hi, num_slots,
                                           score_scale, S_L, BLOCK_N)
             acc = warpgroup_mma_wait(0, deps=[acc])
-            gl.thread_barrier()  # both warp groups are done with stage j and P(j)
+            _cta_barrier()  # both warp groups are done with stage j and P(j)
             _issue_gather(kv, stride_row, num_slots, idx_row, lo + (j + NUM_STAGES) * BLOCK_N, hi,
                           kn_ring.index(stage), kr_ring.index(stage), BLOCK_N, D_NOPE, D_ROPE, GN, GR)
             async_copy.commit_group()
@@ -161,7 +166,7 @@ def _loop_overlap(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_sca
                              BLOCK_N, 2 * (D_NOPE + D_ROPE), 8)
             p_smem.store(p)
             fence_async_shared()
-            gl.thread_barrier()
+            _cta_barrier()
             acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, O_L))[:, None]
         async_copy.wait_group(0)
     return acc, m_i, l_i
