@@ -30,21 +30,39 @@ _cta_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 
 
 @gluon.jit
-def _issue_gather(kv, stride_row, num_slots, idx_row, lo_tile, hi, kn_buf, kr_buf,
-                  BLOCK_N: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr,
-                  GN: gl.constexpr, GR: gl.constexpr):
-    """cp.async the rows of the tile starting at list position lo_tile into one ring stage."""
-    offs = lo_tile + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, GN))
-    slot = gl.load(idx_row + offs, mask=offs < hi, other=-1).to(gl.int64)
-    ok = (slot >= 0) & (slot < num_slots)
-    row = gl.where(ok, slot, 0) * stride_row
+def _load_slots(idx_row, lo_tile, hi, BLOCK_N: gl.constexpr, L: gl.constexpr):
+    """The slot ids of the tile at list position lo_tile (-1 past hi), as rows of layout L."""
+    offs = lo_tile + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, L))
+    return gl.load(idx_row + offs, mask=offs < hi, other=-1)
+
+
+@gluon.jit
+def _issue_gather(kv, stride_row, num_slots, slot_n, slot_r, kn_buf, kr_buf,
+                  D_NOPE: gl.constexpr, D_ROPE: gl.constexpr, GN: gl.constexpr, GR: gl.constexpr):
+    """cp.async one tile's rows into a ring stage; rows of invalid slots are zero-filled, not read.
+    The slot ids come in both gather layouts (slot_n, slot_r), loaded so, not converted."""
+    ok = (slot_n >= 0) & (slot_n < num_slots)
+    row = gl.where(ok, slot_n, 0).to(gl.int64) * stride_row
     cols = gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GN))
     _cp_async(kn_buf, kv + row[:, None] + cols[None, :], mask=ok[:, None])
     if D_ROPE > 0:
-        ok_r = gl.convert_layout(ok, gl.SliceLayout(1, GR))
-        row_r = gl.convert_layout(row, gl.SliceLayout(1, GR))
+        ok_r = (slot_r >= 0) & (slot_r < num_slots)
+        row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
         cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
         _cp_async(kr_buf, kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
+
+
+@gluon.jit
+def _gather_at(kv, stride_row, num_slots, idx_row, lo_tile, hi, kn_buf, kr_buf,
+               BLOCK_N: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr,
+               GN: gl.constexpr, GR: gl.constexpr):
+    _issue_gather(kv, stride_row, num_slots, _load_slots(idx_row, lo_tile, hi, BLOCK_N, GN),
+                  _load_slots(idx_row, lo_tile, hi, BLOCK_N, GR), kn_buf, kr_buf, D_NOPE, D_ROPE, GN, GR)
+
+
+@gluon.jit
+def _clock(x):
+    return gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [x], dtype=gl.int64, is_pure=False, pack=1)
 
 
 @gluon.jit
@@ -88,35 +106,80 @@ def _l2_prefetch(kv, stride_row, num_slots, idx_row, lo_tile, hi, BLOCK_N: gl.co
 
 @gluon.jit
 def _loop_plain(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_scale,
-                qn_smem, qr_smem, kn_ring, kr_ring, p_smem, m_i, l_i, acc,
+                qn_smem, qr_smem, kn_ring, kr_ring, p_smem, m_i, l_i, acc, prof,
                 S_L: gl.constexpr, O_L: gl.constexpr, GN: gl.constexpr, GR: gl.constexpr,
                 BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr,
-                NUM_STAGES: gl.constexpr, L2_PREFETCH: gl.constexpr):
-    """Per tile: S, softmax, P.V in turn; the gather of tile j + NUM_STAGES - 1 is issued first."""
+                NUM_STAGES: gl.constexpr, L2_PREFETCH: gl.constexpr, IDX_PREFETCH: gl.constexpr,
+                PROFILE: gl.constexpr):
+    """Per tile: S, softmax, P.V in turn; the gather of tile j + NUM_STAGES - 1 is issued first.
+    IDX_PREFETCH: that gather's slot ids were loaded an iteration earlier (off its critical path).
+    PROFILE: clock64 time per phase, summed over tiles, into prof[0:6] (one program's view)."""
+    LA: gl.constexpr = NUM_STAGES - 1  # tiles in flight ahead of the one computed
+    sn = _load_slots(idx_row, lo + LA * BLOCK_N, hi, BLOCK_N, GN)
+    sr = _load_slots(idx_row, lo + LA * BLOCK_N, hi, BLOCK_N, GR)
+    t_issue = gl.to_tensor(0).to(gl.int64)
+    t_wait = gl.to_tensor(0).to(gl.int64)
+    t_s = gl.to_tensor(0).to(gl.int64)
+    t_soft = gl.to_tensor(0).to(gl.int64)
+    t_p = gl.to_tensor(0).to(gl.int64)
+    t_pv = gl.to_tensor(0).to(gl.int64)
     for j in range(n_tiles):
         stage = j % NUM_STAGES
-        # The stage of tile j - 1, freed by the barrier that ended the last iteration.
-        _issue_gather(kv, stride_row, num_slots, idx_row, lo + (j + NUM_STAGES - 1) * BLOCK_N, hi,
-                      kn_ring.index((j + NUM_STAGES - 1) % NUM_STAGES), kr_ring.index((j + NUM_STAGES - 1) % NUM_STAGES),
-                      BLOCK_N, D_NOPE, D_ROPE, GN, GR)
-        async_copy.commit_group()
+        if PROFILE:
+            c0 = _clock(j)
+        # Into the stage of tile j - 1, freed by the barrier that ended the last iteration.
+        if IDX_PREFETCH:
+            _issue_gather(kv, stride_row, num_slots, sn, sr, kn_ring.index((j + LA) % NUM_STAGES),
+                          kr_ring.index((j + LA) % NUM_STAGES), D_NOPE, D_ROPE, GN, GR)
+            async_copy.commit_group()
+            sn = _load_slots(idx_row, lo + (j + LA + 1) * BLOCK_N, hi, BLOCK_N, GN)
+            sr = _load_slots(idx_row, lo + (j + LA + 1) * BLOCK_N, hi, BLOCK_N, GR)
+        else:
+            _gather_at(kv, stride_row, num_slots, idx_row, lo + (j + LA) * BLOCK_N, hi,
+                       kn_ring.index((j + LA) % NUM_STAGES), kr_ring.index((j + LA) % NUM_STAGES),
+                       BLOCK_N, D_NOPE, D_ROPE, GN, GR)
+            async_copy.commit_group()
         if L2_PREFETCH > 0:
-            _l2_prefetch(kv, stride_row, num_slots, idx_row, lo + (j + NUM_STAGES - 1 + L2_PREFETCH) * BLOCK_N, hi,
+            _l2_prefetch(kv, stride_row, num_slots, idx_row, lo + (j + LA + L2_PREFETCH) * BLOCK_N, hi,
                          BLOCK_N, 2 * (D_NOPE + D_ROPE), 8)
+        if PROFILE:
+            c1 = _clock(j)
+            t_issue += c1 - c0
         async_copy.wait_group(NUM_STAGES - 1)  # tile j is in
         fence_async_shared()
         _cta_barrier()
+        if PROFILE:
+            c2 = _clock(j)
+            t_wait += c2 - c1
         s = _scores(qn_smem, qr_smem, kn_ring.index(stage), kr_ring.index(stage), S_L, BLOCK_H, BLOCK_N, D_ROPE)
         s = warpgroup_mma_wait(0, deps=[s])
+        if PROFILE:
+            c3 = _clock(j)
+            t_s += c3 - c2
         p, m_i, l_i, alpha = _softmax(s, m_i, l_i, idx_row, lo + j * BLOCK_N, hi, num_slots, score_scale, S_L, BLOCK_N)
+        if PROFILE:
+            c4 = _clock(j)
+            t_soft += c4 - c3
         p_smem.store(p)
         fence_async_shared()
         _cta_barrier()
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, O_L))[:, None]
+        if PROFILE:
+            c5 = _clock(j)
+            t_p += c5 - c4
         acc = warpgroup_mma(p_smem, kn_ring.index(stage), acc, is_async=True)
         acc = warpgroup_mma_wait(0, deps=[acc])
         _cta_barrier()  # both warp groups are done with stage j and P(j)
+        if PROFILE:
+            t_pv += _clock(j) - c5
     async_copy.wait_group(0)
+    if PROFILE:
+        gl.store(prof + 0, t_issue)
+        gl.store(prof + 1, t_wait)
+        gl.store(prof + 2, t_s)
+        gl.store(prof + 3, t_soft)
+        gl.store(prof + 4, t_p)
+        gl.store(prof + 5, t_pv)
     return acc, m_i, l_i
 
 
@@ -130,7 +193,7 @@ def _loop_overlap(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_sca
     while P(j).V(j) runs. Tile j+1 must be in before P(j).V(j) frees its stage, so the gather
     lookahead is NUM_STAGES - 2 tiles: for NUM_STAGES >= 3."""
     if n_tiles > 0:
-        _issue_gather(kv, stride_row, num_slots, idx_row, lo + (NUM_STAGES - 1) * BLOCK_N, hi,
+        _gather_at(kv, stride_row, num_slots, idx_row, lo + (NUM_STAGES - 1) * BLOCK_N, hi,
                       kn_ring.index(NUM_STAGES - 1), kr_ring.index(NUM_STAGES - 1),
                       BLOCK_N, D_NOPE, D_ROPE, GN, GR)
         async_copy.commit_group()
@@ -158,7 +221,7 @@ def _loop_overlap(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_sca
                                           score_scale, S_L, BLOCK_N)
             acc = warpgroup_mma_wait(0, deps=[acc])
             _cta_barrier()  # both warp groups are done with stage j and P(j)
-            _issue_gather(kv, stride_row, num_slots, idx_row, lo + (j + NUM_STAGES) * BLOCK_N, hi,
+            _gather_at(kv, stride_row, num_slots, idx_row, lo + (j + NUM_STAGES) * BLOCK_N, hi,
                           kn_ring.index(stage), kr_ring.index(stage), BLOCK_N, D_NOPE, D_ROPE, GN, GR)
             async_copy.commit_group()
             if L2_PREFETCH > 0:
@@ -180,12 +243,12 @@ def sparse_mla_sm90_bf16(
     sink,
     out, stride_ot, stride_oh,
     lse, stride_lt,
-    o_part, lse_part,
+    o_part, lse_part, prof,
     sm_scale, num_heads, num_splits,
     TOPK: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr,
     HAS_TOPK_LEN: gl.constexpr, HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr,
     BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, OVERLAP: gl.constexpr,
-    L2_PREFETCH: gl.constexpr, num_warps: gl.constexpr,
+    L2_PREFETCH: gl.constexpr, IDX_PREFETCH: gl.constexpr, PROFILE: gl.constexpr, num_warps: gl.constexpr,
 ):
     gl.static_assert(num_warps == 8)
     pid = gl.program_id(0)
@@ -227,7 +290,7 @@ def sparse_mla_sm90_bf16(
 
     # Gathers of the first NUM_STAGES - 1 tiles, then Q (registers -> shared memory).
     for i in gl.static_range(NUM_STAGES - 1):
-        _issue_gather(kv, stride_row, num_slots, idx_row, lo + i * BLOCK_N, hi, kn_ring.index(i),
+        _gather_at(kv, stride_row, num_slots, idx_row, lo + i * BLOCK_N, hi, kn_ring.index(i),
                       kr_ring.index(i), BLOCK_N, D_NOPE, D_ROPE, GN, GR)
         async_copy.commit_group()
     heads_q = hb * BLOCK_H + gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GN))
@@ -253,8 +316,9 @@ def sparse_mla_sm90_bf16(
                                       S_L, O_L, GN, GR, BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, NUM_STAGES, L2_PREFETCH)
     else:
         acc, m_i, l_i = _loop_plain(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_scale,
-                                    qn_smem, qr_smem, kn_ring, kr_ring, p_smem, m_i, l_i, acc,
-                                    S_L, O_L, GN, GR, BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, NUM_STAGES, L2_PREFETCH)
+                                    qn_smem, qr_smem, kn_ring, kr_ring, p_smem, m_i, l_i, acc, prof + pid * 8,
+                                    S_L, O_L, GN, GR, BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, NUM_STAGES, L2_PREFETCH,
+                                    IDX_PREFETCH, PROFILE)
 
     # Epilogue: rows with nothing attended write 0 (and LSE +inf); splits write partials.
     heads_o = hb * BLOCK_H + gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, O_L))

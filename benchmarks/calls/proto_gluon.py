@@ -23,18 +23,16 @@ from sparsemla.bench import FlashInferAnchor, FORMATS, graph_time_us, rotations 
 
 DEV = torch.device("cuda")
 TOPK = 2048
-VARIANTS = {  # name: (BLOCK_N, NUM_STAGES, OVERLAP, L2_PREFETCH)
-    "n64 st2": (64, 2, False, 0),
-    "n64 st2 l2p2": (64, 2, False, 2),
-    "n32 st4": (32, 4, False, 0),
-    "n32 st4 ov": (32, 4, True, 0),
-    "n32 st4 ov l2p2": (32, 4, True, 2),
-    "n64 st2 ov": (64, 2, True, 0),
+VARIANTS = {  # name: (BLOCK_N, NUM_STAGES, OVERLAP, L2_PREFETCH, IDX_PREFETCH)
+    "n64 st2": (64, 2, False, 0, False),
+    "n64 st2 ipf": (64, 2, False, 0, True),
+    "n64 st2 ov": (64, 2, True, 0, False),
 }
+PHASES = ["issue", "wait", "S", "softmax", "P+alpha", "PV"]
 
 
-def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None, lse=None, splits=1):
-    bn, ns, ov, l2p = VARIANTS[variant]
+def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None, lse=None, splits=1, prof=None):
+    bn, ns, ov, l2p, ipf = VARIANTS[variant]
     T, H, d_qk = q.shape
     d_rope = d_qk - 512
     dummy = torch.empty(1, device=DEV, dtype=torch.float32)
@@ -49,10 +47,11 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
         q, q.stride(0), q.stride(1), kv, kv.stride(0), kv.shape[0], idx, idx.stride(0),
         topk_len if topk_len is not None else idx, sink if sink is not None else dummy,
         out, out.stride(0), out.stride(1), lse if lse is not None else dummy, lse.stride(0) if lse is not None else 0,
-        o_part, lse_part, sm_scale, H, splits,
+        o_part, lse_part, prof if prof is not None else dummy, sm_scale, H, splits,
         TOPK=idx.shape[1], D_NOPE=512, D_ROPE=d_rope, HAS_TOPK_LEN=topk_len is not None,
         HAS_SINK=sink is not None, RETURN_LSE=lse is not None, SPLIT_K=splits > 1,
-        BLOCK_H=64, BLOCK_N=bn, NUM_STAGES=ns, OVERLAP=ov, L2_PREFETCH=l2p, num_warps=8)
+        BLOCK_H=64, BLOCK_N=bn, NUM_STAGES=ns, OVERLAP=ov, L2_PREFETCH=l2p,
+        IDX_PREFETCH=ipf, PROFILE=prof is not None, num_warps=8)
     if splits > 1:
         m = lse_part.amax(-1, keepdim=True)
         m = torch.where(m == -math.inf, 0.0, m)
@@ -87,7 +86,7 @@ def check(log):
             ref, ref_lse = sparsemla.sparse_mla(q, kv, idx, sm_scale=sm, topk_length=topk_len, attn_sink=sink,
                                                 return_lse=True, backend="torch")
             ref_ns = sparsemla.sparse_mla(q, kv, idx, sm_scale=sm, topk_length=topk_len, backend="torch")
-            for name in (VARIANTS if d_qk == 576 else ["n64 st2", "n32 st4 ov"]):
+            for name in (VARIANTS if d_qk == 576 else ["n64 st2 ipf"]):
                 try:
                     lse = torch.empty(T, H, device=DEV)
                     o = launch(name, q, kv, idx, sm, topk_len=topk_len, sink=sink, lse=lse)
@@ -143,6 +142,16 @@ def bench(rows, log):
                 res[name + " err"] = err
             except Exception as e:
                 log(f"T={T} H={H} {name}: {type(e).__name__}: {str(e)[:300]}")
+        if T == 128:
+            # Per-phase clock64 cycles per tile of the plain loop (each program's thread view,
+            # averaged over programs); profiling itself costs a little.
+            for name in ("n64 st2", "n64 st2 ipf"):
+                prof = torch.zeros(T * (H // 64), 8, dtype=torch.int64, device=DEV)
+                launch(name, sets[0][0], kv, sets[0][1], sm, out=sets[0][2], prof=prof)
+                torch.cuda.synchronize()
+                per_tile = prof[:, :6].double().mean(0) / (TOPK // 64)
+                log(f"profile T={T} H={H} {name}: " + ", ".join(f"{k} {v:.0f}" for k, v in zip(PHASES, per_tile.tolist()))
+                    + f" cycles/tile (sum {per_tile.sum().item():.0f})")
         flops = 2.0 * T * H * TOPK * (576 + 512)
         log(f"T={T} H={H}: " + ", ".join(f"{k} {v:.1f}" for k, v in res.items()
                                           if k not in ("T", "H") and not k.endswith("err")))
