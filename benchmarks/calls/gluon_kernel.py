@@ -21,7 +21,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
-    async_copy, fence_async_shared, warpgroup_mma, warpgroup_mma_wait)
+    async_copy, fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait)
 
 # The cp.async gather: Triton 3.6 names it async_copy_global_to_shared, later versions async_load.
 _cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
@@ -236,6 +236,38 @@ def _loop_overlap(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, score_sca
 
 
 @gluon.jit
+def _epilogue(acc, m_i, l_i, sink, out, stride_ot, stride_oh, lse, stride_lt, o_part, lse_part,
+              t, hb, split, num_heads, num_splits, O_L: gl.constexpr, BLOCK_H: gl.constexpr,
+              D_NOPE: gl.constexpr, HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr):
+    LOG2E: gl.constexpr = 1.4426950408889634
+    # Epilogue: rows with nothing attended write 0 (and LSE +inf); splits write partials.
+    heads_o = hb * BLOCK_H + gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, O_L))
+    hm_o = heads_o < num_heads
+    cols_o = gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, O_L))
+    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, O_L))
+    m_o = gl.convert_layout(m_i, gl.SliceLayout(1, O_L))
+    m_use = gl.where(m_o == float("-inf"), 0.0, m_o)
+    if SPLIT_K:
+        inv = gl.where(l_o > 0.0, 1.0 / gl.where(l_o > 0.0, l_o, 1.0), 0.0)
+        part = (t * num_heads + heads_o) * num_splits + split
+        lse2 = gl.where(l_o > 0.0, m_o + gl.log2(gl.where(l_o > 0.0, l_o, 1.0)), float("-inf"))
+        gl.store(lse_part + part, lse2, mask=hm_o)
+        gl.store(o_part + part[:, None] * D_NOPE + cols_o[None, :], acc * inv[:, None], mask=hm_o[:, None])
+    else:
+        denom = l_o
+        if HAS_SINK:
+            sink_h = gl.load(sink + heads_o, mask=hm_o, other=float("-inf")).to(gl.float32)
+            denom = denom + gl.exp2(sink_h * LOG2E - m_use)
+        inv = gl.where(l_o > 0.0, 1.0 / gl.where(l_o > 0.0, denom, 1.0), 0.0)
+        o_row = out + t * stride_ot + heads_o.to(gl.int64) * stride_oh
+        gl.store(o_row[:, None] + cols_o[None, :], (acc * inv[:, None]).to(out.dtype.element_ty), mask=hm_o[:, None])
+        if RETURN_LSE:
+            lse_val = gl.where(l_o > 0.0, (m_use + gl.log2(gl.where(l_o > 0.0, l_o, 1.0))) * 0.6931471805599453,
+                               float("inf"))
+            gl.store(lse + t * stride_lt + heads_o, lse_val, mask=hm_o)
+
+
+@gluon.jit
 def sparse_mla_sm90_bf16(
     q, stride_qt, stride_qh,
     kv, stride_row, num_slots,
@@ -320,28 +352,134 @@ def sparse_mla_sm90_bf16(
                                     S_L, O_L, GN, GR, BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, NUM_STAGES, L2_PREFETCH,
                                     IDX_PREFETCH, PROFILE)
 
-    # Epilogue: rows with nothing attended write 0 (and LSE +inf); splits write partials.
-    heads_o = hb * BLOCK_H + gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, O_L))
-    hm_o = heads_o < num_heads
-    cols_o = gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, O_L))
-    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, O_L))
-    m_o = gl.convert_layout(m_i, gl.SliceLayout(1, O_L))
-    m_use = gl.where(m_o == float("-inf"), 0.0, m_o)
-    if SPLIT_K:
-        inv = gl.where(l_o > 0.0, 1.0 / gl.where(l_o > 0.0, l_o, 1.0), 0.0)
-        part = (t * num_heads + heads_o) * num_splits + split
-        lse2 = gl.where(l_o > 0.0, m_o + gl.log2(gl.where(l_o > 0.0, l_o, 1.0)), float("-inf"))
-        gl.store(lse_part + part, lse2, mask=hm_o)
-        gl.store(o_part + part[:, None] * D_NOPE + cols_o[None, :], acc * inv[:, None], mask=hm_o[:, None])
-    else:
-        denom = l_o
-        if HAS_SINK:
-            sink_h = gl.load(sink + heads_o, mask=hm_o, other=float("-inf")).to(gl.float32)
-            denom = denom + gl.exp2(sink_h * LOG2E - m_use)
-        inv = gl.where(l_o > 0.0, 1.0 / gl.where(l_o > 0.0, denom, 1.0), 0.0)
-        o_row = out + t * stride_ot + heads_o.to(gl.int64) * stride_oh
-        gl.store(o_row[:, None] + cols_o[None, :], (acc * inv[:, None]).to(out.dtype.element_ty), mask=hm_o[:, None])
-        if RETURN_LSE:
-            lse_val = gl.where(l_o > 0.0, (m_use + gl.log2(gl.where(l_o > 0.0, l_o, 1.0))) * 0.6931471805599453,
-                               float("inf"))
-            gl.store(lse + t * stride_lt + heads_o, lse_val, mask=hm_o)
+    _epilogue(acc, m_i, l_i, sink, out, stride_ot, stride_oh, lse, stride_lt, o_part, lse_part,
+              t, hb, split, num_heads, num_splits, O_L, BLOCK_H, D_NOPE, HAS_SINK, RETURN_LSE, SPLIT_K)
+
+@gluon.jit
+def _producer(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, kn_ring, kr_ring, ready, free,
+              BLOCK_N: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr, NUM_STAGES: gl.constexpr,
+              CW: gl.constexpr):
+    """The gathering warp group: tile j into stage j % NUM_STAGES once the consumers freed it,
+    CW columns at a time (bounded registers); each thread's cp.asyncs arrive on ready[stage]."""
+    GC: gl.constexpr = gl.BlockedLayout([1, 8], [32 * 8 // CW, CW // 8], [4, 1], [1, 0])
+    GR: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    for j in range(n_tiles):
+        stage = j % NUM_STAGES
+        mbarrier.wait(free.index(stage), ((j // NUM_STAGES) & 1) ^ 1, pred=j >= NUM_STAGES)
+        slot = _load_slots(idx_row, lo + j * BLOCK_N, hi, BLOCK_N, GC)
+        ok = (slot >= 0) & (slot < num_slots)
+        row = gl.where(ok, slot, 0).to(gl.int64) * stride_row
+        kn_buf = kn_ring.index(stage)
+        for c in gl.static_range(D_NOPE // CW):
+            cols = c * CW + gl.arange(0, CW, layout=gl.SliceLayout(0, GC))
+            _cp_async(kn_buf.slice(c * CW, CW, dim=1), kv + row[:, None] + cols[None, :], mask=ok[:, None])
+        if D_ROPE > 0:
+            slot_r = _load_slots(idx_row, lo + j * BLOCK_N, hi, BLOCK_N, GR)
+            ok_r = (slot_r >= 0) & (slot_r < num_slots)
+            row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
+            cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
+            _cp_async(kr_ring.index(stage), kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
+        async_copy.mbarrier_arrive(ready.index(stage), increment_count=False)
+
+
+@gluon.jit
+def _consumer(qn_smem, qr_smem, kn_ring, kr_ring, p_smem, ready, free, idx_row, lo, hi, n_tiles,
+              num_slots, score_scale,
+              S_L: gl.constexpr, O_L: gl.constexpr, BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr,
+              D_NOPE: gl.constexpr, D_ROPE: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """The two computing warp groups: S, softmax, P.V per tile, as in _loop_plain, with the
+    gathers left to the producer."""
+    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, layout=gl.SliceLayout(1, S_L))
+    l_i = gl.zeros([BLOCK_H], gl.float32, layout=gl.SliceLayout(1, S_L))
+    acc = gl.zeros([BLOCK_H, D_NOPE], gl.float32, layout=O_L)
+    for j in range(n_tiles):
+        stage = j % NUM_STAGES
+        mbarrier.wait(ready.index(stage), (j // NUM_STAGES) & 1)
+        fence_async_shared()  # the cp.async writes, before the wgmma (async proxy) reads them
+        s = _scores(qn_smem, qr_smem, kn_ring.index(stage), kr_ring.index(stage), S_L, BLOCK_H, BLOCK_N, D_ROPE)
+        s = warpgroup_mma_wait(0, deps=[s])
+        p, m_i, l_i, alpha = _softmax(s, m_i, l_i, idx_row, lo + j * BLOCK_N, hi, num_slots, score_scale, S_L, BLOCK_N)
+        p_smem.store(p)
+        fence_async_shared()
+        _cta_barrier()
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, O_L))[:, None]
+        acc = warpgroup_mma(p_smem, kn_ring.index(stage), acc, is_async=True)
+        acc = warpgroup_mma_wait(0, deps=[acc])
+        _cta_barrier()  # both warp groups are done with the stage and with P
+        mbarrier.arrive(free.index(stage))
+    return acc, m_i, l_i
+
+
+@gluon.jit
+def sparse_mla_sm90_bf16_wsp(
+    q, stride_qt, stride_qh,
+    kv, stride_row, num_slots,
+    idx, stride_it, topk_len,
+    sink,
+    out, stride_ot, stride_oh,
+    lse, stride_lt,
+    o_part, lse_part,
+    sm_scale, num_heads, num_splits,
+    TOPK: gl.constexpr, D_NOPE: gl.constexpr, D_ROPE: gl.constexpr,
+    HAS_TOPK_LEN: gl.constexpr, HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr,
+    BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """sparse_mla_sm90_bf16 with a producer warp group (warp-specialized) doing the gathers."""
+    gl.static_assert(num_warps == 8)
+    gl.static_assert(D_ROPE > 0)
+    pid = gl.program_id(0)
+    head_blocks = gl.cdiv(num_heads, BLOCK_H)
+    hb = pid % head_blocks
+    split = (pid // head_blocks) % num_splits
+    t = (pid // head_blocks // num_splits).to(gl.int64)
+    S_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                  instr_shape=[16, BLOCK_N // 2, 16])
+    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                  instr_shape=[16, D_NOPE // 2, 16])
+    GQ: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [num_warps, 1], [1, 0])
+    GR: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
+    SW: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    SW_P: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=min(128, 2 * BLOCK_N), element_bitwidth=16, rank=2)
+    qn_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, D_NOPE], SW)
+    qr_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, D_ROPE], SW)
+    kn_ring = gl.allocate_shared_memory(gl.bfloat16, [NUM_STAGES, BLOCK_N, D_NOPE], SW)
+    kr_ring = gl.allocate_shared_memory(gl.bfloat16, [NUM_STAGES, BLOCK_N, D_ROPE], SW)
+    p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, BLOCK_N], SW_P)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    free = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(i), count=128)  # one cp.async arrive per producer thread
+        mbarrier.init(free.index(i), count=1)
+
+    chunk = gl.cdiv(gl.cdiv(TOPK, num_splits), BLOCK_N) * BLOCK_N
+    lo = split * chunk
+    hi = gl.minimum(lo + chunk, TOPK)
+    if HAS_TOPK_LEN:
+        hi = gl.minimum(hi, gl.load(topk_len + t))
+    n_tiles = gl.maximum(gl.cdiv(hi - lo, BLOCK_N), 0)
+    idx_row = idx + t * stride_it
+
+    heads_q = hb * BLOCK_H + gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GQ))
+    q_row = q + t * stride_qt + heads_q.to(gl.int64) * stride_qh
+    for c in gl.static_range(D_NOPE // 128):
+        qn_smem.slice(c * 128, 128, dim=1).store(
+            gl.load(q_row[:, None] + c * 128 + gl.arange(0, 128, layout=gl.SliceLayout(0, GQ))[None, :],
+                    mask=(heads_q < num_heads)[:, None], other=0.0))
+    heads_r = hb * BLOCK_H + gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GR))
+    q_row_r = q + t * stride_qt + heads_r.to(gl.int64) * stride_qh
+    qr_smem.store(gl.load(q_row_r[:, None] + D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))[None, :],
+                          mask=(heads_r < num_heads)[:, None], other=0.0))
+    fence_async_shared()
+    _cta_barrier()
+    score_scale = sm_scale * 1.4426950408889634
+
+    acc, m_i, l_i = gl.warp_specialize([
+        (_consumer, (qn_smem, qr_smem, kn_ring, kr_ring, p_smem, ready, free, idx_row, lo, hi, n_tiles,
+                     num_slots, score_scale, S_L, O_L, BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, NUM_STAGES)),
+        (_producer, (kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, kn_ring, kr_ring, ready, free,
+                     BLOCK_N, D_NOPE, D_ROPE, NUM_STAGES, 64)),
+    ], [4], [PRODUCER_REGS])
+
+    _epilogue(acc, m_i, l_i, sink, out, stride_ot, stride_oh, lse, stride_lt, o_part, lse_part,
+              t, hb, split, num_heads, num_splits, O_L, BLOCK_H, D_NOPE, HAS_SINK, RETURN_LSE, SPLIT_K)

@@ -16,6 +16,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gluon_kernel as gk  # noqa: E402
+import gluon_ws as gw  # noqa: E402
 
 import sparsemla  # noqa: E402
 from sparsemla.gen.gpu_measure import rel_err  # noqa: E402
@@ -23,16 +24,17 @@ from sparsemla.bench import FlashInferAnchor, FORMATS, graph_time_us, rotations 
 
 DEV = torch.device("cuda")
 TOPK = 2048
-VARIANTS = {  # name: (BLOCK_N, NUM_STAGES, OVERLAP, L2_PREFETCH, IDX_PREFETCH)
-    "n64 st2": (64, 2, False, 0, False),
+VARIANTS = {  # name: (BLOCK_N, NUM_STAGES, OVERLAP, L2_PREFETCH, IDX_PREFETCH) of gk.sparse_mla_sm90_bf16,
+    # or ("wsp", producer registers) for gk.sparse_mla_sm90_bf16_wsp, or ("ws2", worker registers) for gw's
     "n64 st2 ipf": (64, 2, False, 0, True),
-    "n64 st2 ov": (64, 2, True, 0, False),
+    "wsp r48": ("wsp", 48),
+    "wsp r56": ("wsp", 56),
+    "ws2 r240": ("ws2", 240),
 }
 PHASES = ["issue", "wait", "S", "softmax", "P+alpha", "PV"]
 
 
 def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None, lse=None, splits=1, prof=None):
-    bn, ns, ov, l2p, ipf = VARIANTS[variant]
     T, H, d_qk = q.shape
     d_rope = d_qk - 512
     dummy = torch.empty(1, device=DEV, dtype=torch.float32)
@@ -43,6 +45,34 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
         o_part = torch.empty(T, H, splits, 512, device=DEV, dtype=torch.float32)
         lse_part = torch.empty(T, H, splits, device=DEV, dtype=torch.float32)
     grid = (T * splits * (H // 64),)
+    common = (q, q.stride(0), q.stride(1), kv, kv.stride(0), kv.shape[0], idx, idx.stride(0),
+              topk_len if topk_len is not None else idx, sink if sink is not None else dummy,
+              out, out.stride(0), out.stride(1), lse if lse is not None else dummy,
+              lse.stride(0) if lse is not None else 0, o_part, lse_part)
+    flags = dict(TOPK=idx.shape[1], D_NOPE=512, D_ROPE=d_rope, HAS_TOPK_LEN=topk_len is not None,
+                 HAS_SINK=sink is not None, RETURN_LSE=lse is not None, SPLIT_K=splits > 1, BLOCK_H=64, BLOCK_N=64)
+    kind = VARIANTS[variant]
+    if kind[0] == "wsp":
+        gk.sparse_mla_sm90_bf16_wsp[grid](*common, sm_scale, H, splits, **flags, NUM_STAGES=2,
+                                          PRODUCER_REGS=kind[1], num_warps=8)
+    elif kind[0] == "ws2":
+        gw.sparse_mla_sm90_ws_bf16[grid](*common, sm_scale, H, splits, **flags, WORKER_REGS=kind[1], num_warps=4)
+    else:
+        launch_plain(variant, q, kv, idx, sm_scale, topk_len, sink, out, lse, o_part, lse_part, splits, prof, grid, dummy)
+    if splits > 1:
+        m = lse_part.amax(-1, keepdim=True)
+        m = torch.where(m == -math.inf, 0.0, m)
+        w = torch.exp2(lse_part - m)
+        tot = w.sum(-1, keepdim=True)
+        o = (o_part * (w / torch.where(tot > 0, tot, 1.0))[..., None]).sum(-2)
+        out.copy_(o.to(out.dtype))
+    return out
+
+
+def launch_plain(variant, q, kv, idx, sm_scale, topk_len, sink, out, lse, o_part, lse_part, splits, prof, grid, dummy):
+    bn, ns, ov, l2p, ipf = VARIANTS[variant]
+    T, H, d_qk = q.shape
+    d_rope = d_qk - 512
     gk.sparse_mla_sm90_bf16[grid](
         q, q.stride(0), q.stride(1), kv, kv.stride(0), kv.shape[0], idx, idx.stride(0),
         topk_len if topk_len is not None else idx, sink if sink is not None else dummy,
@@ -52,14 +82,6 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
         HAS_SINK=sink is not None, RETURN_LSE=lse is not None, SPLIT_K=splits > 1,
         BLOCK_H=64, BLOCK_N=bn, NUM_STAGES=ns, OVERLAP=ov, L2_PREFETCH=l2p,
         IDX_PREFETCH=ipf, PROFILE=prof is not None, num_warps=8)
-    if splits > 1:
-        m = lse_part.amax(-1, keepdim=True)
-        m = torch.where(m == -math.inf, 0.0, m)
-        w = torch.exp2(lse_part - m)
-        tot = w.sum(-1, keepdim=True)
-        o = (o_part * (w / torch.where(tot > 0, tot, 1.0))[..., None]).sum(-2)
-        out.copy_(o.to(out.dtype))
-    return out
 
 
 def check(log):
@@ -86,7 +108,7 @@ def check(log):
             ref, ref_lse = sparsemla.sparse_mla(q, kv, idx, sm_scale=sm, topk_length=topk_len, attn_sink=sink,
                                                 return_lse=True, backend="torch")
             ref_ns = sparsemla.sparse_mla(q, kv, idx, sm_scale=sm, topk_length=topk_len, backend="torch")
-            for name in (VARIANTS if d_qk == 576 else ["n64 st2 ipf"]):
+            for name in (VARIANTS if d_qk == 576 else ["n64 st2 ipf"]):  # the ws kernels need rope
                 try:
                     lse = torch.empty(T, H, device=DEV)
                     o = launch(name, q, kv, idx, sm, topk_len=topk_len, sink=sink, lse=lse)
@@ -145,7 +167,7 @@ def bench(rows, log):
         if T == 128:
             # Per-phase clock64 cycles per tile of the plain loop (each program's thread view,
             # averaged over programs); profiling itself costs a little.
-            for name in ("n64 st2", "n64 st2 ipf"):
+            for name in ("n64 st2 ipf",):
                 prof = torch.zeros(T * (H // 64), 8, dtype=torch.int64, device=DEV)
                 launch(name, sets[0][0], kv, sets[0][1], sm, out=sets[0][2], prof=prof)
                 torch.cuda.synchronize()
