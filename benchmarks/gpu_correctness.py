@@ -2,7 +2,8 @@
 Triton's interpreter multiplies raw bits in a bf16 tl.dot). Same traps as tests/: NaN in every
 unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf too), an extra
 cache, LSE, split-K and direct write, each with and without p_exchange (P through the per-program
-scratch). Prints one line per case; exits 1 on a failure."""
+scratch); for the bf16 576 cache also the Gluon kernel (Config.gluon; no extra cache there).
+Prints one line per case; exits 1 on a failure."""
 import math
 import os
 import sys
@@ -16,8 +17,10 @@ from helpers import FORMAT_CASES, make_cache, poison_unreferenced, random_indice
 
 dev = torch.device("cuda")
 failed = []
+TRITON_CASES = [(s, f, px, False) for s in (1, 4) for f in ("plain", "sink+extra+lse") for px in (False, True)]
+GLUON_CASES = [(s, f, False, True) for s in (1, 4) for f in ("plain", "sink+lse")]
 for case, (fmt, d_qk, page) in FORMAT_CASES.items():
-    for splits, features, px in [(s, f, px) for s in (1, 4) for f in ("plain", "sink+extra+lse") for px in (False, True)]:
+    for splits, features, px, gl in TRITON_CASES + (GLUON_CASES if case == "auto576" else []):
         gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
         T, H, topk, xtopk, slots = 6, 128, 256, 64, 2048
         cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)
@@ -27,7 +30,11 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         extra = {}
         sink = None
         x = dict(x_deq=None, x_indices=None, x_topk_length=None)
-        if features != "plain":
+        if features == "sink+lse":
+            sink = torch.randn(H, generator=gen)
+            sink[0], sink[1] = math.inf, -math.inf
+            extra = dict(attn_sink=sink.to(dev))
+        elif features != "plain":
             xcache, xkw, xdeq = make_cache(fmt, d_qk, 512, page, torch.bfloat16, gen)
             xidx = random_indices(T, xtopk, 512, gen)
             xlen = torch.tensor([xtopk, 3, 0, xtopk, xtopk, 10], dtype=torch.int32)
@@ -42,16 +49,16 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         q = torch.randn(T, H, d_qk, generator=gen).bfloat16()
         out, lse = sparsemla.sparse_mla(q.to(dev), cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5, kv_format=fmt,
                                         topk_length=tl_.to(dev), return_lse=True, backend="triton",
-                                        config=Config(64, 64, splits, 8, 2, p_exchange=px), **kw, **extra)
+                                        config=Config(64, 64, splits, 8, 2, p_exchange=px, gluon=gl), **kw, **extra)
         ref, rlse = reference64(q, deq, idx, d_qk ** -0.5, 512, topk_length=tl_, sink=sink, **x)
         err = rel_err(out.cpu(), ref)
         fin = torch.isfinite(rlse)
         lerr = (lse.cpu().double()[fin] - rlse[fin]).abs().max().item()
         ok = (torch.isfinite(out).all().item() and err < 1e-2 and lerr < 2e-2
               and torch.equal(torch.isfinite(lse.cpu()), fin))
-        print(f"{case:14s} splits={splits} {features:15s} {'px' if px else '  '} rel err {err:.2e} "
+        print(f"{case:14s} splits={splits} {features:15s} {'px' if px else 'gl' if gl else '  '} rel err {err:.2e} "
               f"lse err {lerr:.1e} {'ok' if ok else 'FAIL'}")
         if not ok:
-            failed.append((case, splits, features, px))
+            failed.append((case, splits, features, px, gl))
 print("bf16 GPU correctness:", "all ok" if not failed else f"FAILED {failed}")
 sys.exit(1 if failed else 0)

@@ -116,6 +116,8 @@ def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "s
     from triton.compiler import ASTSource
 
     config.check(spec)
+    if config.gluon:
+        return _compile_gluon(spec, config, arch)
     fn = getattr(load_compilable_module(spec), kernel)
     constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n,
                   "INDEX_PREFETCH": config.index_prefetch, "P_EXCHANGE": config.p_exchange,
@@ -125,6 +127,21 @@ def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "s
     sig, attrs = _signature(fn, spec, constexprs)
     return triton.compile(ASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
                           options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+
+
+def _compile_gluon(spec: KernelSpec, config: Config, arch: str):
+    """compile_kernel for a gluon config: the Gluon module's kernel (its tiling is fixed)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from .gluon import GluonKernel
+    mod = load_compilable_module(GluonKernel(spec))
+    fn = mod.sparse_mla_fwd_gluon
+    constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True}
+    sig, attrs = _signature(fn, spec, constexprs)
+    return triton.compile(GluonASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
+                          options={"num_warps": mod.NUM_WARPS.value})
 
 
 def sass_opcode_counts(cubin: bytes, opcodes=("HGMMA", "HMMA", "LDGSTS", "STL", "LDL")) -> dict[str, int]:

@@ -47,6 +47,15 @@ def template_hash(name: str) -> str:
     return hashlib.sha256(template_source(name).encode()).hexdigest()[:16]
 
 
+# The templates the attention configs of a tuned table run: the Triton kernel's and the Gluon one's.
+ATTENTION_TEMPLATES = ("sparse_mla.py.jinja", "sparse_mla_gluon.py.jinja")
+
+
+def attention_template_hash() -> str:
+    """What a tuned table's provenance records: a change to either template invalidates it."""
+    return hashlib.sha256("\0".join(template_source(n) for n in ATTENTION_TEMPLATES).encode()).hexdigest()[:16]
+
+
 def cache_dir() -> Path:
     root = os.environ.get("SPARSEMLA_CACHE_DIR")
     if root:

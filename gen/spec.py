@@ -166,6 +166,9 @@ class Config:
     p_exchange: bool = False
     # Prefetch the gathered rows into L2 this many tiles ahead of their gather (0: off).
     l2_prefetch: int = 0
+    # Run the Gluon kernel (templates/sparse_mla_gluon.py.jinja, sm90 bf16): a producer warp group
+    # gathers while two compute; its tiling is fixed (gen/gluon.py FIXED), only num_splits varies.
+    gluon: bool = False
 
     def check(self, spec: KernelSpec) -> "Config":
         """Raise ValueError if this config cannot run ``spec`` on its arch."""
@@ -184,11 +187,19 @@ class Config:
             bad("num_warps", "one of 1, 2, 4, 8, 16")
         if not 1 <= self.num_stages <= arch.max_stages:
             bad("num_stages", f"an int in 1..{arch.max_stages} on {arch.name}")
-        for flag in ("index_prefetch", "p_exchange"):
+        for flag in ("index_prefetch", "p_exchange", "gluon"):
             if not isinstance(getattr(self, flag), bool):
                 bad(flag, "True or False")
         if self.l2_prefetch not in (0, 1, 2, 4, 8):
             bad("l2_prefetch", "one of 0 (off), 1, 2, 4, 8 tiles ahead")
+        if self.gluon:
+            from .gluon import FIXED, unsupported
+            why = unsupported(spec)
+            if why:
+                bad("gluon", f"False: the Gluon kernel cannot run this spec ({why})")
+            for name, value in FIXED.items():
+                if getattr(self, name) != value:
+                    bad(name, f"{value!r} with gluon=True (the Gluon kernel's fixed tiling)")
         return self
 
     def to_dict(self) -> dict:
@@ -205,13 +216,14 @@ class Config:
 
 def config_label(c) -> str:
     """A Config (or its dict, possibly partial) as people read it in logs and tables:
-    "h64 n64 s2 w8 st2", with " pf" when index_prefetch is on, " px" for p_exchange and
-    " l2p2" for l2_prefetch=2."""
+    "h64 n64 s2 w8 st2", with " pf" when index_prefetch is on, " px" for p_exchange,
+    " l2p2" for l2_prefetch=2 and " gl" for the Gluon kernel."""
     d = c.to_dict() if isinstance(c, Config) else c
     return (f"h{d.get('block_h')} n{d.get('block_n')} s{d.get('num_splits')} w{d.get('num_warps')} "
             f"st{d.get('num_stages')}" + (" pf" if d.get("index_prefetch") else "")
             + (" px" if d.get("p_exchange") else "")
-            + (f" l2p{d['l2_prefetch']}" if d.get("l2_prefetch") else ""))
+            + (f" l2p{d['l2_prefetch']}" if d.get("l2_prefetch") else "")
+            + (" gl" if d.get("gluon") else ""))
 
 
 def next_pow2(x: int) -> int:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .render import atomic_write, template_hash
+from .render import atomic_write, attention_template_hash
 from .spec import Config, KernelSpec
 
 log = logging.getLogger("sparsemla")
@@ -107,7 +107,7 @@ def software_provenance() -> dict:
         fi = None
     return dict(torch=torch.__version__, cuda=torch.version.cuda, triton=triton.__version__,
                 flashinfer=fi, sparsemla=sparsemla.__version__,
-                template_hash=template_hash("sparse_mla.py.jinja"))
+                template_hash=attention_template_hash())
 
 
 def device_provenance(device=None) -> dict:

@@ -306,8 +306,8 @@ def provenance(device):
         p["flashinfer"] = flashinfer.__version__
     except Exception:
         p["flashinfer"] = None
-    from sparsemla.gen.render import template_hash
-    p["template_hash"] = template_hash("sparse_mla.py.jinja")
+    from sparsemla.gen.render import attention_template_hash
+    p["template_hash"] = attention_template_hash()
     return p
 
 

@@ -16,7 +16,8 @@ import os
 
 import torch
 
-from sparsemla.gen.render import load_module
+from sparsemla.gen.gluon import GluonKernel
+from sparsemla.gen.render import interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
 from .kvcache import KVCacheView
@@ -200,11 +201,19 @@ class TritonLaunch:
                 fwd.per_call(_Q)
         fwd.per_call(_SCALE)
         fwd.fixed(H, S, *flags)
-        self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
-                           dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
-                                INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange,
-                                L2_PREFETCH=config.l2_prefetch),
-                           dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
+        if config.gluon:  # same arguments; its tiling is fixed in its module
+            if interpreting():
+                raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
+                                 "not under TRITON_INTERPRET")
+            gmod = load_module(GluonKernel(spec))
+            self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd, dict(SPLIT_K=S > 1),
+                               dict(num_warps=gmod.NUM_WARPS.value), q.device)
+        else:
+            self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
+                               dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
+                                    INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange,
+                                    L2_PREFETCH=config.l2_prefetch),
+                               dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if S > 1:
             self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink)
         if self.ws_numel:

@@ -1,0 +1,73 @@
+"""Issue 7, session 12: where the Gluon kernel (Config.gluon) beats the shipped entry of the H200
+table, measured side by side in one process, write its entry into a table under OUT_DIR.
+
+For every bf16 (auto, d_qk 576) spec of the shipped table with 64 or more heads and each of its
+buckets: the shipped config and the Gluon kernel at the shipped split count, half and double it,
+each timed and checked like a tuning trial (gen.gpu_measure: CUDA-graph replay over rotating
+inputs, NaN in unreferenced slots); the fastest correct one wins. A Gluon winner's entry gets
+FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
+the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
+
+  python3 benchmarks/gluon_select.py OUT_DIR    (on the GPU, after pip install .)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+from sparsemla.gen.gluon import unsupported
+from sparsemla.gen.gpu_measure import GpuMeasurer
+from sparsemla.gen.spec import Config, KernelSpec, config_label
+from sparsemla.gen.tuned_table import (TunedEntry, device_provenance, gpu_dirname, load_tables,
+                                       software_provenance, today, write_table)
+
+
+def gluon_configs(shipped: Config) -> list[Config]:
+    s = shipped.num_splits
+    splits = sorted({s, max(1, s // 2), min(64, 2 * s)}) if s > 1 else [1]
+    return [Config(64, 64, n, 8, 2, gluon=True) for n in splits]
+
+
+def main(out_dir: str) -> int:
+    dev = torch.device("cuda")
+    gpu = gpu_dirname(torch.cuda.get_device_name(dev))
+    path = Path(out_dir) / gpu / "sparse_mla.json"
+    prov = {**device_provenance(dev), **software_provenance()}
+    measure = GpuMeasurer(120.0)
+    won = 0
+    try:
+        for key, buckets in sorted(load_tables(gpu).items()):
+            spec = KernelSpec.from_key(key)
+            if unsupported(spec) or spec.num_heads < 64:
+                continue
+            for b, entry in sorted(buckets.items()):
+                base = measure(spec, entry.config, b)
+                best, best_cfg, tried = base.time_us if base.ok else float("inf"), entry.config, 1
+                line = f"{key} T={b}: shipped {config_label(entry.config)} {base.time_us:.1f} us"
+                for cfg in gluon_configs(entry.config):
+                    m = measure(spec, cfg, b)
+                    tried += 1
+                    line += f" | s{cfg.num_splits} gl {m.time_us:.1f}" + ("" if m.ok else f" ({m.reason})")
+                    if m.ok and m.time_us < best:
+                        best, best_cfg = m.time_us, cfg
+                if best_cfg.gluon:
+                    cmp = measure.compare(spec, best_cfg, b)
+                    fi, ours = cmp.get("flashinfer_us"), cmp.get("triton_bench_us")
+                    backend = "flashinfer" if fi is not None and ours is not None and fi < ours else "triton"
+                    write_table(path, gpu, {key: {b: TunedEntry(best_cfg, b, backend, best, fi, tried, today(),
+                                                                "tuned", ours, entry.default_time_us)}}, prov)
+                    won += 1
+                    line += f" -> {config_label(best_cfg)} (do_bench {ours}, FlashInfer {fi}: {backend})"
+                else:
+                    line += " -> shipped kept"
+                print(line, flush=True)
+    finally:
+        measure.close()
+    print(f"{won} entries written to {path}" if won else "no Gluon winner", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
