@@ -106,3 +106,36 @@ def test_sass_shows_which_mma_each_variant_runs_on():
     assert counts["sm120 h64"]["HGMMA"] == 0 and counts["sm120 h64"]["HMMA"] > 0, counts
     # With 2 stages the pipeliner gathers the next KV tile with cp.async while this one is used.
     assert counts["sm90 h64"]["LDGSTS"] > 0 and counts["sm90 h16"]["LDGSTS"] > 0, counts
+
+
+_GLUON_SASS_SCRIPT = """
+import json
+from sparsemla.gen.compile_check import compile_kernel, sass_opcode_counts
+from sparsemla.gen.spec import Config, KernelSpec
+spec = KernelSpec(kv_format="auto", num_heads=128, arch="sm90", has_sink=True, return_lse=True)
+compiled = compile_kernel(spec, Config(64, 64, 2, 8, 2, gluon=True), "sm90")
+print(json.dumps(dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                      setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))))
+"""
+
+
+def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
+    # Config.gluon: the Gluon template (a producer warp group gathering by cp.async, two warp groups
+    # on wgmma) builds for sm_90a with this Triton, split-K or not, paged or not, without spills.
+    from sparsemla.gen.spec import Config
+    jobs = [(KernelSpec(kv_format="auto", num_heads=h, page_size=p, arch="sm90", has_sink=sink, return_lse=sink),
+             Config(64, 64, s, 8, 2, gluon=True), "sm90")
+            for h, p, sink, s in ((128, 1, False, 1), (128, 1, True, 4), (64, 64, False, 2))]
+    for r in compile_many(jobs):
+        assert r.ok and r.fits and r.spill_bytes == 0, r.line()
+    import json
+    import os
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "-c", _GLUON_SASS_SCRIPT], env=dict(os.environ, TRITON_INTERPRET="0"),
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    counts = json.loads(res.stdout.strip().splitlines()[-1])
+    # wgmma, cp.async gathers, mbarriers (SYNCS) between the partitions, register reallocation.
+    assert counts["HGMMA"] > 0 and counts["LDGSTS"] > 0 and counts["SYNCS"] > 0, counts
+    assert counts["STL"] == 0 and counts["setmaxnreg"] > 0, counts

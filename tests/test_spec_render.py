@@ -109,3 +109,35 @@ def test_config_label_reads_configs_and_their_dicts():
     assert config_label(Config(64, 32, 2, 8, 3, True)) == "h64 n32 s2 w8 st3 pf"
     assert config_label(Config(16, 16, 1, 4, 1).to_dict()) == "h16 n16 s1 w4 st1"
     assert config_label({"block_h": 16}) == "h16 nNone sNone wNone stNone"  # a partial dict (a pruned trial)
+
+
+def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monkeypatch):
+    import torch
+
+    import sparsemla
+    from sparsemla.gen.gluon import GluonKernel
+    from sparsemla.gen.render import load_module
+    from sparsemla.gen.spec import Config, KernelSpec, config_label
+    g = Config(64, 64, 4, 8, 2, gluon=True)
+    assert g.check(KernelSpec()) is g and config_label(g) == "h64 n64 s4 w8 st2 gl"
+    assert Config.from_dict(g.to_dict()) == g
+    for kw, field in ((dict(kv_format="fp8_ds_mla"), "gluon"), (dict(arch="sm120"), "gluon"),
+                      (dict(d_qk=512), "gluon"), (dict(extra_topk=64), "gluon")):
+        with pytest.raises(ValueError, match=f"Config.{field}=True"):
+            g.check(KernelSpec(**kw))
+    with pytest.raises(ValueError, match="Config.block_n=32 .*expected 64 with gluon=True"):
+        Config(64, 32, 1, 8, 2, gluon=True).check(KernelSpec())
+    with pytest.raises(ValueError, match="no Gluon kernel for"):
+        GluonKernel(KernelSpec(kv_format="fp8_e4m3"))
+    # The module renders and imports on any machine (its spec key names it); it runs on an sm90 GPU
+    # only, so under Triton's interpreter a gluon config is refused with a clear error.
+    spec = KernelSpec(num_heads=64, page_size=16, has_sink=True)
+    mod = load_module(GluonKernel(spec))
+    assert mod.SPEC_KEY == spec.key + "-gluon" and mod.PAGE_SIZE.value == 16
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    q = torch.randn(2, 64, 576).to(torch.bfloat16)
+    kv = torch.randn(64, 576).to(torch.bfloat16)
+    idx = torch.zeros(2, 2048, dtype=torch.int32)
+    with pytest.raises(ValueError, match="Config.gluon=True .*not under TRITON_INTERPRET"):
+        sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1, backend="triton", config=Config(64, 64, 1, 8, 2, gluon=True),
+                             compute_dtype="bf16")
