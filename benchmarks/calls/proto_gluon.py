@@ -16,6 +16,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gluon_kernel as gk  # noqa: E402
+import gluon_split as gsp  # noqa: E402
 import gluon_ws as gw  # noqa: E402
 
 import sparsemla  # noqa: E402
@@ -25,11 +26,11 @@ from sparsemla.bench import FlashInferAnchor, FORMATS, graph_time_us, rotations 
 DEV = torch.device("cuda")
 TOPK = 2048
 VARIANTS = {  # name: (BLOCK_N, NUM_STAGES, OVERLAP, L2_PREFETCH, IDX_PREFETCH) of gk.sparse_mla_sm90_bf16,
-    # or ("wsp", producer registers) for gk.sparse_mla_sm90_bf16_wsp, or ("ws2", worker registers) for gw's
-    "n64 st2 ipf": (64, 2, False, 0, True),
+    # or ("wsp", producer registers) for gk.sparse_mla_sm90_bf16_wsp (shipped as Config.gluon since
+    # session 12), or ("split", registers of group A) for gluon_split.py
     "wsp r48": ("wsp", 48),
-    "wsp r56": ("wsp", 56),
-    "ws2 r240": ("ws2", 240),
+    "split r232": ("split", 232),
+    "split r240": ("split", 240),
 }
 PHASES = ["issue", "wait", "S", "softmax", "P+alpha", "PV"]
 
@@ -55,6 +56,11 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
     if kind[0] == "wsp":
         gk.sparse_mla_sm90_bf16_wsp[grid](*common, sm_scale, H, splits, **flags, NUM_STAGES=2,
                                           PRODUCER_REGS=kind[1], num_warps=8)
+    elif kind[0] == "split":
+        gsp.sparse_mla_sm90_split_bf16[grid](*common, sm_scale, H, splits, TOPK=idx.shape[1],
+                                             HAS_TOPK_LEN=topk_len is not None, HAS_SINK=sink is not None,
+                                             RETURN_LSE=lse is not None, SPLIT_K=splits > 1, A_REGS=kind[1],
+                                             num_warps=4)
     elif kind[0] == "ws2":
         gw.sparse_mla_sm90_ws_bf16[grid](*common, sm_scale, H, splits, **flags, WORKER_REGS=kind[1], num_warps=4)
     else:
@@ -86,7 +92,7 @@ def launch_plain(variant, q, kv, idx, sm_scale, topk_len, sink, out, lse, o_part
 
 def check(log):
     ok = True
-    for d_qk in (576, 512):
+    for d_qk in (576,):  # the Gluon prototypes need the rope columns
         for H in (64, 128):
             T, slots = 6, 40000
             g = torch.Generator(device=DEV).manual_seed(d_qk + H)
@@ -108,7 +114,7 @@ def check(log):
             ref, ref_lse = sparsemla.sparse_mla(q, kv, idx, sm_scale=sm, topk_length=topk_len, attn_sink=sink,
                                                 return_lse=True, backend="torch")
             ref_ns = sparsemla.sparse_mla(q, kv, idx, sm_scale=sm, topk_length=topk_len, backend="torch")
-            for name in (VARIANTS if d_qk == 576 else ["n64 st2 ipf"]):  # the ws kernels need rope
+            for name in VARIANTS:
                 try:
                     lse = torch.empty(T, H, device=DEV)
                     o = launch(name, q, kv, idx, sm, topk_len=topk_len, sink=sink, lse=lse)
@@ -164,7 +170,7 @@ def bench(rows, log):
                 res[name + " err"] = err
             except Exception as e:
                 log(f"T={T} H={H} {name}: {type(e).__name__}: {str(e)[:300]}")
-        if T == 128:
+        if False:
             # Per-phase clock64 cycles per tile of the plain loop (each program's thread view,
             # averaged over programs); profiling itself costs a little.
             for name in ("n64 st2 ipf",):
