@@ -1,8 +1,9 @@
 """The Gluon kernel for sm90 (templates/sparse_mla_gluon.py.jinja): which specs it runs, and the
 renderable unit that names its module.
 
-It is one fixed tiling (64 heads, 64-row tiles, two stages, a producer warp group and two
-computing ones), so its only tunable is the split count; ``Config(gluon=True)`` selects it.
+It is one fixed tiling (64 heads, 64-row tiles, two stages, two warp-specialized warp groups:
+one gathers and owns half of the output, the other computes S, the softmax and the other half),
+so its only tunable is the split count; ``Config(gluon=True)`` selects it.
 Split-K partials are merged by the Triton module's combine kernel.
 """
 from __future__ import annotations

@@ -166,8 +166,8 @@ class Config:
     p_exchange: bool = False
     # Prefetch the gathered rows into L2 this many tiles ahead of their gather (0: off).
     l2_prefetch: int = 0
-    # Run the Gluon kernel (templates/sparse_mla_gluon.py.jinja, sm90 bf16): a producer warp group
-    # gathers while two compute; its tiling is fixed (gen/gluon.py FIXED), only num_splits varies.
+    # Run the Gluon kernel (templates/sparse_mla_gluon.py.jinja, sm90 bf16): one warp group gathers
+    # while the other computes S; its tiling is fixed (gen/gluon.py FIXED), only num_splits varies.
     gluon: bool = False
 
     def check(self, spec: KernelSpec) -> "Config":
