@@ -26,6 +26,36 @@ NS = gl.constexpr(2)
 
 
 @gluon.jit
+def _gather_whole(kv, stride_row, num_slots, idx_row, lo_tile, hi, kn_buf, kr_buf):
+    """One cp.async op per buffer (no column slices, which made the compiler put a barrier
+    between the slices' copies): a warp covers a row's 512 columns, 16 rows a thread."""
+    GN: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [4, 1], [1, 0])
+    GR: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    slot = _load_slots(idx_row, lo_tile, hi, BN, GN)
+    ok = (slot >= 0) & (slot < num_slots)
+    row = gl.where(ok, slot, 0).to(gl.int64) * stride_row
+    cols = gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GN))
+    _cp_async(kn_buf, kv + row[:, None] + cols[None, :], mask=ok[:, None])
+    slot_r = _load_slots(idx_row, lo_tile, hi, BN, GR)
+    ok_r = (slot_r >= 0) & (slot_r < num_slots)
+    row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
+    cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
+    _cp_async(kr_buf, kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
+
+
+@gluon.jit
+def _l2_prefetch(kv, stride_row, num_slots, idx_row, lo_tile, hi):
+    """prefetch.global.L2 of every 128-byte line of the tile's rows (hints: no registers held)."""
+    PF: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [4, 1], [1, 0])
+    slot = _load_slots(idx_row, lo_tile, hi, BN, PF)
+    ok = (slot >= 0) & (slot < num_slots)
+    line = gl.minimum(gl.arange(0, 16, layout=gl.SliceLayout(0, PF)) * 64, D_NOPE + D_ROPE - 1)
+    ptrs = kv + (gl.where(ok, slot, 0).to(gl.int64) * stride_row)[:, None] + line[None, :]
+    gl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
+                              dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
 def _gather(kv, stride_row, num_slots, idx_row, lo_tile, hi, kn_buf, kr_buf):
     GC: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     slot = _load_slots(idx_row, lo_tile, hi, BN, GC)
@@ -71,7 +101,8 @@ def _epilogue_half(acc, m_o, l_o, half, sink, out, stride_ot, stride_oh, lse, st
 @gluon.jit
 def _group_a(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, sink, out, stride_ot, stride_oh, lse, stride_lt,
              o_part, lse_part, t, heads0, split, num_heads, num_splits,
-             kn, kr, xs, bars, HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr):
+             kn, kr, xs, bars, HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr,
+             WHOLE: gl.constexpr, L2PF: gl.constexpr):
     """Gathers (one tile ahead) and the lower half of O."""
     O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, O_L)
@@ -82,8 +113,14 @@ def _group_a(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, sink, out, str
         if j + 1 < n_tiles:
             # Tile j+1 into the other stage, once B is done with tile j-1 there (A's own PV of j-1 is).
             mbarrier.wait(bars.index(4 + nxt), (((j + 1) // NS) & 1) ^ 1, pred=j >= 1)
-            _gather(kv, stride_row, num_slots, idx_row, lo + (j + 1) * BN, hi, kn.index(nxt), kr.index(nxt))
+            if WHOLE:
+                _gather_whole(kv, stride_row, num_slots, idx_row, lo + (j + 1) * BN, hi, kn.index(nxt), kr.index(nxt))
+            else:
+                _gather(kv, stride_row, num_slots, idx_row, lo + (j + 1) * BN, hi, kn.index(nxt), kr.index(nxt))
             async_copy.mbarrier_arrive(bars.index(0 + nxt), increment_count=False)
+            if L2PF:
+                if j + 2 < n_tiles:
+                    _l2_prefetch(kv, stride_row, num_slots, idx_row, lo + (j + 2) * BN, hi)
         mbarrier.wait(bars.index(2 + stage), (j // NS) & 1)  # P(j), alpha(j) written
         acc = acc * xs.index(stage).load(ROW)[:, None]
         acc = warpgroup_mma(kr.index(stage), kn.index(stage).slice(0, DV, dim=1), acc, is_async=True)
@@ -152,7 +189,7 @@ def sparse_mla_sm90_split_bf16(
     o_part, lse_part,
     sm_scale, num_heads, num_splits,
     TOPK: gl.constexpr, HAS_TOPK_LEN: gl.constexpr, HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr,
-    SPLIT_K: gl.constexpr, A_REGS: gl.constexpr, num_warps: gl.constexpr,
+    SPLIT_K: gl.constexpr, A_REGS: gl.constexpr, WHOLE: gl.constexpr, L2PF: gl.constexpr, num_warps: gl.constexpr,
 ):
     gl.static_assert(num_warps == 4)  # warp group B; A is a 4-warp worker
     pid = gl.program_id(0)
@@ -203,5 +240,5 @@ def sparse_mla_sm90_split_bf16(
                     num_splits, HAS_SINK, RETURN_LSE, SPLIT_K)),
         (_group_a, (kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, sink, out, stride_ot, stride_oh, lse,
                     stride_lt, o_part, lse_part, t, hb * BH, split, num_heads, num_splits, kn, kr, xs, bars,
-                    HAS_SINK, RETURN_LSE, SPLIT_K)),
+                    HAS_SINK, RETURN_LSE, SPLIT_K, WHOLE, L2PF)),
     ], [4], [A_REGS])

@@ -25,12 +25,12 @@ from sparsemla.bench import FlashInferAnchor, FORMATS, graph_time_us, rotations 
 
 DEV = torch.device("cuda")
 TOPK = 2048
-VARIANTS = {  # name: (BLOCK_N, NUM_STAGES, OVERLAP, L2_PREFETCH, IDX_PREFETCH) of gk.sparse_mla_sm90_bf16,
-    # or ("wsp", producer registers) for gk.sparse_mla_sm90_bf16_wsp (shipped as Config.gluon since
-    # session 12), or ("split", registers of group A) for gluon_split.py
-    "wsp r48": ("wsp", 48),
-    "split r232": ("split", 232),
-    "split r240": ("split", 240),
+VARIANTS = {  # name: ("split", registers of group A, whole-tile gather, L2 prefetch of tile j+2) for
+    # gluon_split.py (the kernel shipped as Config.gluon since session 12 call 6 is its first variant)
+    "split": ("split", 232, False, False),
+    "split whole": ("split", 232, True, False),
+    "split l2pf": ("split", 232, False, True),
+    "split whole l2pf": ("split", 232, True, True),
 }
 PHASES = ["issue", "wait", "S", "softmax", "P+alpha", "PV"]
 
@@ -60,7 +60,7 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
         gsp.sparse_mla_sm90_split_bf16[grid](*common, sm_scale, H, splits, TOPK=idx.shape[1],
                                              HAS_TOPK_LEN=topk_len is not None, HAS_SINK=sink is not None,
                                              RETURN_LSE=lse is not None, SPLIT_K=splits > 1, A_REGS=kind[1],
-                                             num_warps=4)
+                                             WHOLE=kind[2], L2PF=kind[3], num_warps=4)
     elif kind[0] == "ws2":
         gw.sparse_mla_sm90_ws_bf16[grid](*common, sm_scale, H, splits, **flags, WORKER_REGS=kind[1], num_warps=4)
     else:
