@@ -15,13 +15,12 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     async_copy, fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait)
 
-from gluon_kernel import _cp_async, _cta_barrier, _load_slots
+from gluon_kernel import _clock, _cp_async, _cta_barrier, _load_slots
 
 BH = gl.constexpr(64)
 BN = gl.constexpr(64)
 D_NOPE = gl.constexpr(512)
 D_ROPE = gl.constexpr(64)
-DV = gl.constexpr(256)  # output columns per warp group
 NS = gl.constexpr(2)
 
 
@@ -69,12 +68,12 @@ def _gather(kv, stride_row, num_slots, idx_row, lo_tile, hi, kn_buf, kr_buf):
 
 
 @gluon.jit
-def _epilogue_half(acc, m_o, l_o, half, sink, out, stride_ot, stride_oh, lse, stride_lt, o_part, lse_part,
+def _epilogue_half(acc, m_o, l_o, COL0: gl.constexpr, W: gl.constexpr, sink, out, stride_ot, stride_oh, lse, stride_lt, o_part, lse_part,
                    t, heads0, split, num_heads, num_splits, O_L: gl.constexpr,
                    HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr, WRITE_LSE: gl.constexpr):
     heads = heads0 + gl.arange(0, BH, layout=gl.SliceLayout(1, O_L))
     hm = heads < num_heads
-    cols = half * DV + gl.arange(0, DV, layout=gl.SliceLayout(0, O_L))
+    cols = COL0 + gl.arange(0, W, layout=gl.SliceLayout(0, O_L))
     m_use = gl.where(m_o == float("-inf"), 0.0, m_o)
     if SPLIT_K:
         inv = gl.where(l_o > 0.0, 1.0 / gl.where(l_o > 0.0, l_o, 1.0), 0.0)
@@ -102,17 +101,27 @@ def _epilogue_half(acc, m_o, l_o, half, sink, out, stride_ot, stride_oh, lse, st
 def _group_a(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, sink, out, stride_ot, stride_oh, lse, stride_lt,
              o_part, lse_part, t, heads0, split, num_heads, num_splits,
              kn, kr, xs, bars, HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr,
-             WHOLE: gl.constexpr, L2PF: gl.constexpr):
-    """Gathers (one tile ahead) and the lower half of O."""
-    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DV, 16])
+             WHOLE: gl.constexpr, L2PF: gl.constexpr, DVA: gl.constexpr, prof, PROFILE: gl.constexpr):
+    """Gathers (one tile ahead) and output columns [0, DVA)."""
+    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                  instr_shape=[16, DVA if DVA <= 256 else DVA // 2, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, O_L)
-    acc = gl.zeros([BH, DV], gl.float32, layout=O_L)
+    acc = gl.zeros([BH, DVA], gl.float32, layout=O_L)
+    t_free = gl.to_tensor(0).to(gl.int64)
+    t_issue = gl.to_tensor(0).to(gl.int64)
+    t_waitp = gl.to_tensor(0).to(gl.int64)
+    t_pv = gl.to_tensor(0).to(gl.int64)
     for j in range(n_tiles):
+        if PROFILE:
+            c0 = _clock(j)
         stage = j % NS
         nxt = (j + 1) % NS
         if j + 1 < n_tiles:
             # Tile j+1 into the other stage, once B is done with tile j-1 there (A's own PV of j-1 is).
             mbarrier.wait(bars.index(4 + nxt), (((j + 1) // NS) & 1) ^ 1, pred=j >= 1)
+            if PROFILE:
+                c1 = _clock(j)
+                t_free += c1 - c0
             if WHOLE:
                 _gather_whole(kv, stride_row, num_slots, idx_row, lo + (j + 1) * BN, hi, kn.index(nxt), kr.index(nxt))
             else:
@@ -121,12 +130,25 @@ def _group_a(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, sink, out, str
             if L2PF:
                 if j + 2 < n_tiles:
                     _l2_prefetch(kv, stride_row, num_slots, idx_row, lo + (j + 2) * BN, hi)
+        if PROFILE:
+            c2 = _clock(j)
+            t_issue += c2 - c0
         mbarrier.wait(bars.index(2 + stage), (j // NS) & 1)  # P(j), alpha(j) written
+        if PROFILE:
+            c3 = _clock(j)
+            t_waitp += c3 - c2
         acc = acc * xs.index(stage).load(ROW)[:, None]
-        acc = warpgroup_mma(kr.index(stage), kn.index(stage).slice(0, DV, dim=1), acc, is_async=True)
+        acc = warpgroup_mma(kr.index(stage), kn.index(stage).slice(0, DVA, dim=1), acc, is_async=True)
         acc = warpgroup_mma_wait(0, deps=[acc])
+        if PROFILE:
+            t_pv += _clock(j) - c3
+    if PROFILE:
+        gl.store(prof + 0, t_free)
+        gl.store(prof + 1, t_issue)
+        gl.store(prof + 2, t_waitp)
+        gl.store(prof + 3, t_pv)
     mbarrier.wait(bars.index(6), 0)  # B's final row max and sum
-    _epilogue_half(acc, xs.index(2).load(ROW), xs.index(3).load(ROW), 0, sink, out, stride_ot, stride_oh, lse,
+    _epilogue_half(acc, xs.index(2).load(ROW), xs.index(3).load(ROW), 0, DVA, sink, out, stride_ot, stride_oh, lse,
                    stride_lt, o_part, lse_part, t, heads0, split, num_heads, num_splits, O_L,
                    HAS_SINK, RETURN_LSE, SPLIT_K, False)
 
@@ -134,22 +156,37 @@ def _group_a(kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, sink, out, str
 @gluon.jit
 def _group_b(qn, qr, kn, kr, xs, bars, idx_row, lo, hi, n_tiles, num_slots, score_scale, sink, out, stride_ot,
              stride_oh, lse, stride_lt, o_part, lse_part, t, heads0, split, num_heads, num_splits,
-             HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr):
-    """S, softmax and P of every tile, and the upper half of O."""
+             HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr, SPLIT_K: gl.constexpr, DVA: gl.constexpr,
+             prof, PROFILE: gl.constexpr):
+    """S, softmax and P of every tile, and output columns [DVA, 512)."""
+    DVB: gl.constexpr = D_NOPE - DVA
     S_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16])
-    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DV, 16])
+    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DVB, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, S_L)
     m_i = gl.full([BH], float("-inf"), gl.float32, layout=ROW)
     l_i = gl.zeros([BH], gl.float32, layout=ROW)
-    acc = gl.zeros([BH, DV], gl.float32, layout=O_L)
+    acc = gl.zeros([BH, DVB], gl.float32, layout=O_L)
+    t_ready = gl.to_tensor(0).to(gl.int64)
+    t_s = gl.to_tensor(0).to(gl.int64)
+    t_soft = gl.to_tensor(0).to(gl.int64)
+    t_p = gl.to_tensor(0).to(gl.int64)
+    t_pv = gl.to_tensor(0).to(gl.int64)
     for j in range(n_tiles):
         stage = j % NS
+        if PROFILE:
+            c0 = _clock(j)
         mbarrier.wait(bars.index(0 + stage), (j // NS) & 1)
+        if PROFILE:
+            c1 = _clock(j)
+            t_ready += c1 - c0
         fence_async_shared()  # the cp.async writes, before wgmma (the async proxy) reads them
         s = gl.zeros([BH, BN], gl.float32, layout=S_L)
         s = warpgroup_mma(qn, kn.index(stage).permute((1, 0)), s, use_acc=False, is_async=True)
         s = warpgroup_mma(qr, kr.index(stage).permute((1, 0)), s, is_async=True)
         s = warpgroup_mma_wait(0, deps=[s])
+        if PROFILE:
+            c2 = _clock(j)
+            t_s += c2 - c1
         offs = lo + j * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, S_L))
         slot = gl.load(idx_row + offs, mask=offs < hi, other=-1)
         s = gl.where(((slot >= 0) & (slot < num_slots))[None, :], s * score_scale, float("-inf"))
@@ -159,22 +196,36 @@ def _group_b(qn, qr, kn, kr, xs, bars, idx_row, lo, hi, n_tiles, num_slots, scor
         p = gl.exp2(s - m_use[:, None])
         l_i = l_i * alpha + gl.sum(p, axis=1)
         m_i = m_new
+        if PROFILE:
+            c3 = _clock(j)
+            t_soft += c3 - c2
         kr.index(stage).store(p.to(gl.bfloat16))  # over the rope columns: S is done with them
         xs.index(stage).store(alpha)
         fence_async_shared()
         _cta_barrier()
         mbarrier.arrive(bars.index(2 + stage))
+        if PROFILE:
+            c4 = _clock(j)
+            t_p += c4 - c3
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, O_L))[:, None]
-        acc = warpgroup_mma(kr.index(stage), kn.index(stage).slice(DV, DV, dim=1), acc, is_async=True)
+        acc = warpgroup_mma(kr.index(stage), kn.index(stage).slice(DVA, DVB, dim=1), acc, is_async=True)
         acc = warpgroup_mma_wait(0, deps=[acc])
         _cta_barrier()
         mbarrier.arrive(bars.index(4 + stage))
+        if PROFILE:
+            t_pv += _clock(j) - c4
+    if PROFILE:
+        gl.store(prof + 8, t_ready)
+        gl.store(prof + 9, t_s)
+        gl.store(prof + 10, t_soft)
+        gl.store(prof + 11, t_p)
+        gl.store(prof + 12, t_pv)
     xs.index(2).store(m_i)
     xs.index(3).store(l_i)
     _cta_barrier()
     mbarrier.arrive(bars.index(6))
     _epilogue_half(acc, gl.convert_layout(m_i, gl.SliceLayout(1, O_L)), gl.convert_layout(l_i, gl.SliceLayout(1, O_L)),
-                   1, sink, out, stride_ot, stride_oh, lse, stride_lt, o_part, lse_part, t, heads0, split, num_heads,
+                   DVA, DVB, sink, out, stride_ot, stride_oh, lse, stride_lt, o_part, lse_part, t, heads0, split, num_heads,
                    num_splits, O_L, HAS_SINK, RETURN_LSE, SPLIT_K, True)
 
 
@@ -186,10 +237,11 @@ def sparse_mla_sm90_split_bf16(
     sink,
     out, stride_ot, stride_oh,
     lse, stride_lt,
-    o_part, lse_part,
+    o_part, lse_part, prof,
     sm_scale, num_heads, num_splits,
     TOPK: gl.constexpr, HAS_TOPK_LEN: gl.constexpr, HAS_SINK: gl.constexpr, RETURN_LSE: gl.constexpr,
-    SPLIT_K: gl.constexpr, A_REGS: gl.constexpr, WHOLE: gl.constexpr, L2PF: gl.constexpr, num_warps: gl.constexpr,
+    SPLIT_K: gl.constexpr, A_REGS: gl.constexpr, WHOLE: gl.constexpr, L2PF: gl.constexpr, DVA: gl.constexpr,
+    PROFILE: gl.constexpr, num_warps: gl.constexpr,
 ):
     gl.static_assert(num_warps == 4)  # warp group B; A is a 4-warp worker
     pid = gl.program_id(0)
@@ -237,8 +289,8 @@ def sparse_mla_sm90_split_bf16(
     gl.warp_specialize([
         (_group_b, (qn, qr, kn, kr, xs, bars, idx_row, lo, hi, n_tiles, num_slots, score_scale, sink, out,
                     stride_ot, stride_oh, lse, stride_lt, o_part, lse_part, t, hb * BH, split, num_heads,
-                    num_splits, HAS_SINK, RETURN_LSE, SPLIT_K)),
+                    num_splits, HAS_SINK, RETURN_LSE, SPLIT_K, DVA, prof + pid * 16, PROFILE)),
         (_group_a, (kv, stride_row, num_slots, idx_row, lo, hi, n_tiles, sink, out, stride_ot, stride_oh, lse,
                     stride_lt, o_part, lse_part, t, hb * BH, split, num_heads, num_splits, kn, kr, xs, bars,
-                    HAS_SINK, RETURN_LSE, SPLIT_K, WHOLE, L2PF)),
+                    HAS_SINK, RETURN_LSE, SPLIT_K, WHOLE, L2PF, DVA, prof + pid * 16, PROFILE)),
     ], [4], [A_REGS])
