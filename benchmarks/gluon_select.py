@@ -8,7 +8,10 @@ inputs, NaN in unreferenced slots); the fastest correct one wins. A Gluon winner
 FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
 the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 
-  python3 benchmarks/gluon_select.py OUT_DIR    (on the GPU, after pip install .)
+  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure]    (on the GPU, after pip install .)
+
+--remeasure: after a change to the Gluon template, only re-time (and re-check) the entries that
+already run it, at their split count, and rewrite them with the new times.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ def gluon_configs(shipped: Config) -> list[Config]:
     return [Config(64, 64, n, 8, 2, gluon=True) for n in splits]
 
 
-def main(out_dir: str) -> int:
+def main(out_dir: str, remeasure: bool = False) -> int:
     dev = torch.device("cuda")
     gpu = gpu_dirname(torch.cuda.get_device_name(dev))
     path = Path(out_dir) / gpu / "sparse_mla.json"
@@ -43,10 +46,12 @@ def main(out_dir: str) -> int:
             if unsupported(spec) or spec.num_heads < 64:
                 continue
             for b, entry in sorted(buckets.items()):
+                if remeasure and not entry.config.gluon:
+                    continue
                 base = measure(spec, entry.config, b)
                 best, best_cfg, tried = base.time_us if base.ok else float("inf"), entry.config, 1
                 line = f"{key} T={b}: shipped {config_label(entry.config)} {base.time_us:.1f} us"
-                for cfg in gluon_configs(entry.config):
+                for cfg in ([] if remeasure else gluon_configs(entry.config)):
                     m = measure(spec, cfg, b)
                     tried += 1
                     line += f" | s{cfg.num_splits} gl {m.time_us:.1f}" + ("" if m.ok else f" ({m.reason})")
@@ -70,4 +75,4 @@ def main(out_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], "--remeasure" in sys.argv[2:]))
