@@ -3,7 +3,8 @@ Triton's interpreter multiplies raw bits in a bf16 tl.dot). Same traps as tests/
 unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf too), an extra
 cache, LSE, split-K and direct write, each with and without p_exchange (P through the per-program
 scratch); for the bf16 576 cache also the Gluon kernel (Config.gluon; no extra cache there).
-Prints one line per case; exits 1 on a failure."""
+Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), e.g.
+`python3 benchmarks/gpu_correctness.py auto576`."""
 import math
 import os
 import sys
@@ -19,7 +20,10 @@ dev = torch.device("cuda")
 failed = []
 TRITON_CASES = [(s, f, px, False) for s in (1, 4) for f in ("plain", "sink+extra+lse") for px in (False, True)]
 GLUON_CASES = [(s, f, False, True) for s in (1, 4) for f in ("plain", "sink+lse")]
+only = sys.argv[1:]
 for case, (fmt, d_qk, page) in FORMAT_CASES.items():
+    if only and case not in only:
+        continue
     for splits, features, px, gl in TRITON_CASES + (GLUON_CASES if case == "auto576" else []):
         gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
         T, H, topk, xtopk, slots = 6, 128, 256, 64, 2048
