@@ -1,9 +1,9 @@
 """The Gluon kernel for sm90 (templates/sparse_mla_gluon.py.jinja): which specs it runs, and the
 renderable unit that names its module.
 
-It is one fixed tiling (64 heads, 64-row tiles, two stages, two warp-specialized warp groups:
-one gathers and owns half of the output, the other computes S, the softmax and the other half),
-so its only tunable is the split count; ``Config(gluon=True)`` selects it.
+It is one fixed tiling (64 heads, 64-row tiles, two stages, two warp-specialized warp groups: one
+gathers and accumulates output columns 0-383, the other computes S, the softmax and columns
+384-511), so its only tunable is the split count; ``Config(gluon=True)`` selects it.
 Split-K partials are merged by the Triton module's combine kernel.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ FIXED = dict(block_h=64, block_n=64, num_warps=8, num_stages=2, index_prefetch=F
 def unsupported(spec: KernelSpec) -> str:
     """Why the Gluon kernel cannot run ``spec`` ("" if it can)."""
     if spec.arch != "sm90":
-        return "it is built for sm90 (wgmma, 224 KB of shared memory)"
+        return "it is built for sm90 (wgmma, 217 KB of shared memory)"
     if spec.kv_format != "auto" or spec.q_dtype != "bf16" or spec.compute_dtype != "bf16":
         return "it reads bf16 caches (kv_format 'auto') with bf16 q and compute"
     if spec.d_qk != 576 or spec.d_v != 512:

@@ -120,8 +120,9 @@ print(json.dumps(dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGST
 
 
 def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
-    # Config.gluon: the Gluon template (a producer warp group gathering by cp.async, two warp groups
-    # on wgmma) builds for sm_90a with this Triton, split-K or not, paged or not, without spills.
+    # Config.gluon: the Gluon template (one warp group gathering by cp.async and accumulating most of
+    # the output, one computing S and the softmax, both on wgmma) builds for sm_90a with this Triton,
+    # split-K or not, paged or not, without spills.
     from sparsemla.gen.spec import Config
     jobs = [(KernelSpec(kv_format="auto", num_heads=h, page_size=p, arch="sm90", has_sink=sink, return_lse=sink),
              Config(64, 64, s, 8, 2, gluon=True), "sm90")
