@@ -16,6 +16,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gluon_kernel as gk  # noqa: E402
+import gluon_n32 as gn32  # noqa: E402
 import gluon_split as gsp  # noqa: E402
 import gluon_ws as gw  # noqa: E402
 
@@ -26,9 +27,9 @@ from sparsemla.bench import FlashInferAnchor, FORMATS, graph_time_us, rotations 
 DEV = torch.device("cuda")
 TOPK = 2048
 VARIANTS = {  # name: ("split", registers of group A, whole-tile gather, L2 prefetch of tile j+2) for
-    # gluon_split.py (the kernel shipped as Config.gluon since session 12 call 6 is its first variant)
-    "split": ("split", 232, False, False),
-    "split whole": ("split", 232, True, False),
+    # gluon_split.py, or ("n32",) for gluon_n32.py (session 13's first candidate). The "shipped" column
+    # is sparse_mla through the installed table (the Gluon template for these rows since session 12).
+    "n32 ov": ("n32",),
 }
 PHASES = {0: "A wait free", 1: "A free+gather", 2: "A wait P", 3: "A P.V", 8: "B wait ready", 9: "B S",
           10: "B softmax", 11: "B P out", 12: "B P.V+free"}
@@ -54,7 +55,16 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
     flags = dict(TOPK=idx.shape[1], D_NOPE=512, D_ROPE=d_rope, HAS_TOPK_LEN=topk_len is not None,
                  HAS_SINK=sink is not None, RETURN_LSE=lse is not None, SPLIT_K=splits > 1, BLOCK_H=64, BLOCK_N=64)
     kind = VARIANTS[variant]
-    if kind[0] == "wsp":
+    if kind[0] == "n32":
+        sink_t = sink if sink is not None else torch.full((H,), -math.inf, device=DEV)
+        lse_t = lse if lse is not None else torch.empty(T, H, device=DEV)
+        gn32.sparse_mla_fwd_gluon[grid](
+            q, q.stride(0), q.stride(1), q.stride(2), kv, kv.stride(0), kv.stride(0), kv.shape[0],
+            idx, idx.stride(0), idx.stride(1), topk_len if topk_len is not None else idx, 1.0, sink_t,
+            out, out.stride(0), out.stride(1), out.stride(2), lse_t, lse_t.stride(0), lse_t.stride(1),
+            o_part, lse_part, sm_scale, H, splits, HAS_TOPK_LEN=topk_len is not None, SPLIT_K=splits > 1,
+            num_warps=4)
+    elif kind[0] == "wsp":
         gk.sparse_mla_sm90_bf16_wsp[grid](*common, sm_scale, H, splits, **flags, NUM_STAGES=2,
                                           PRODUCER_REGS=kind[1], num_warps=8)
     elif kind[0] == "split":
@@ -172,8 +182,7 @@ def bench(rows, log):
                 res[name + " err"] = err
             except Exception as e:
                 log(f"T={T} H={H} {name}: {type(e).__name__}: {str(e)[:300]}")
-        if T == 128:
-            # Per-phase clock64 cycles per tile of each warp group (one thread's view, averaged over
+        if False:  # (call 8) per-phase clock64 cycles per tile of each warp group (one thread's view, averaged over
             # programs); profiling itself costs a little.
             prof = torch.zeros(T * (H // 64), 16, dtype=torch.int64, device=DEV)
             launch("split", sets[0][0], kv, sets[0][1], sm, out=sets[0][2], prof=prof)
@@ -201,9 +210,9 @@ def main():
     t0 = time.time()
     ok = check(log)
     log(f"== correctness {'ok' if ok else 'FAILED'} ({time.time() - t0:.0f} s)")
-    rows = [(128, 128), (128, 64), (64, 128)]
+    rows = [(128, 128), (64, 128), (256, 128), (128, 64), (256, 64), (4096, 128)]
     table = bench(rows, log)
-    names = ["triton", "flashinfer"] + list(VARIANTS)
+    names = ["triton", "flashinfer"] + list(VARIANTS)  # "triton": sparse_mla through the installed table
     log("\n| T | H | " + " | ".join(names) + " | best gluon TFLOP/s |")
     log("|---" * (len(names) + 3) + "|")
     for r in table:
