@@ -72,7 +72,9 @@ def main() -> int:
     for key, buckets in table["entries"].items():
         for e in buckets.values():
             c = Config.from_dict(e["config"])
-            if e.get("backend", "triton") == "triton" and c == Config.from_dict({**e["config"], "l2_prefetch": 0}):
+            # (a Gluon entry runs templates/sparse_mla_gluon.py.jinja: not this template's kernel)
+            if e.get("backend", "triton") == "triton" and not c.gluon \
+                    and c == Config.from_dict({**e["config"], "l2_prefetch": 0}):
                 variants.add((key, compiled_variant(c)))
     same = differ = 0
     for i, (key, cfg) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]))), 1):

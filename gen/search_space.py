@@ -106,7 +106,7 @@ def _key(spec: KernelSpec, config: Config, arch: str) -> str:
     c = compiled_variant(config)
     return (f"{arch}|{spec.key}|{c.block_h},{c.block_n},{c.num_splits},{c.num_warps},{c.num_stages}"
             + (",pf" if c.index_prefetch else "") + (",px" if c.p_exchange else "")
-            + (f",l2p{c.l2_prefetch}" if c.l2_prefetch else ""))
+            + (f",l2p{c.l2_prefetch}" if c.l2_prefetch else "") + (",gl" if c.gluon else ""))
 
 
 def compile_cache_path() -> Path:

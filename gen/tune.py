@@ -345,6 +345,10 @@ def incumbent_seeds(spec: KernelSpec, space: dict, incumbent: Config | None) -> 
     instead of from scratch."""
     if incumbent is None:
         return []
+    # The tuner searches the Triton kernel (a trial's params do not carry Config.gluon): a Gluon
+    # entry seeds it with the Triton kernel of the same tiling; benchmarks/gluon_select.py decides
+    # between the two kernels, and merge_tuned.py --only-faster keeps a faster Gluon entry.
+    incumbent = replace(incumbent, gluon=False)
     cands = [incumbent]
     for p in reversed(ON_OFF):
         others = [v for v in space.get(p, ()) if v != getattr(incumbent, p)]

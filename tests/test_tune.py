@@ -200,6 +200,8 @@ def test_the_incumbent_and_its_twins_are_measured_after_the_default():
     on = Config(64, 64, 1, 8, 2, l2_prefetch=2)
     assert incumbent_seeds(spec, space, on)[1] == Config(64, 64, 1, 8, 2)  # a feature on is turned off
     assert incumbent_seeds(spec, space, None) == []
+    # a Gluon entry seeds the (Triton) search with its tiling: trials cannot carry Config.gluon
+    assert incumbent_seeds(spec, space, Config(64, 64, 1, 8, 2, gluon=True))[0] == inc
     # a twin the space or the static rule excludes is left out (p_exchange with 4 warps)
     w4 = Config(64, 64, 1, 4, 2)
     assert incumbent_seeds(spec, space, w4) == [w4, Config(64, 64, 1, 4, 2, l2_prefetch=2), Config(64, 64, 1, 4, 2, True)]
