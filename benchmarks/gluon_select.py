@@ -1,17 +1,18 @@
 """Issue 7, session 12: where the Gluon kernel (Config.gluon) beats the shipped entry of the H200
 table, measured side by side in one process, write its entry into a table under OUT_DIR.
 
-For every bf16 (auto, d_qk 576) spec of the shipped table with 64 or more heads and each of its
-buckets: the shipped config and the Gluon kernel at the shipped split count, half and double it,
+For every bf16 (auto, d_qk 576) spec of the shipped table (with fewer than 64 heads the kernel masks the
+rest of its 64-row block) and each of its buckets: the shipped config and the Gluon kernel at the shipped split count, half and double it,
 each timed and checked like a tuning trial (gen.gpu_measure: CUDA-graph replay over rotating
 inputs, NaN in unreferenced slots); the fastest correct one wins. A Gluon winner's entry gets
 FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
 the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 
-  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure]    (on the GPU, after pip install .)
+  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure] [--heads 16,32]    (on the GPU, after pip install .)
 
 --remeasure: after a change to the Gluon template, only re-time (and re-check) the entries that
-already run it, at their split count, and rewrite them with the new times.
+already run it, at their split count, and rewrite them with the new times. --heads: only the specs
+with these head counts (default: all).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def gluon_configs(shipped: Config) -> list[Config]:
     return [Config(64, 64, n, 8, 2, gluon=True) for n in splits]
 
 
-def main(out_dir: str, remeasure: bool = False) -> int:
+def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None) -> int:
     dev = torch.device("cuda")
     gpu = gpu_dirname(torch.cuda.get_device_name(dev))
     path = Path(out_dir) / gpu / "sparse_mla.json"
@@ -43,7 +44,7 @@ def main(out_dir: str, remeasure: bool = False) -> int:
     try:
         for key, buckets in sorted(load_tables(gpu).items()):
             spec = KernelSpec.from_key(key)
-            if unsupported(spec) or spec.num_heads < 64:
+            if unsupported(spec) or (heads and spec.num_heads not in heads):
                 continue
             for b, entry in sorted(buckets.items()):
                 if remeasure and not entry.config.gluon:
@@ -75,4 +76,10 @@ def main(out_dir: str, remeasure: bool = False) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], "--remeasure" in sys.argv[2:]))
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out_dir")
+    ap.add_argument("--remeasure", action="store_true")
+    ap.add_argument("--heads", default="", help="comma-separated head counts (default: all)")
+    a = ap.parse_args()
+    sys.exit(main(a.out_dir, a.remeasure, {int(h) for h in a.heads.split(",") if h} or None))
