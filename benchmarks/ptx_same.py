@@ -7,6 +7,8 @@ line numbers move). This compiles each distinct variant of the table's entries t
 template can express, from both, for the table's arch (no GPU needed).
 
   python benchmarks/ptx_same.py tuned/NVIDIA_H200/sparse_mla.json --old-rev 11c3a0e^
+
+``--gluon`` does the same for the table's Gluon entries (Config.gluon) and the Gluon template.
 """
 from __future__ import annotations
 
@@ -56,11 +58,28 @@ def _ptx(fn, spec, config, cc: int) -> str:
     return _strip_debug(k.asm["ptx"])
 
 
+def _gluon_ptx(mod, spec, config, cc: int) -> str:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from sparsemla.gen.compile_check import _signature
+
+    fn = mod.sparse_mla_fwd_gluon
+    constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True}
+    sig, attrs = _signature(fn, spec, constexprs)
+    k = triton.compile(GluonASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", cc, 32),
+                       options={"num_warps": mod.NUM_WARPS.value})
+    return _strip_debug(k.asm["ptx"])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("table")
     ap.add_argument("--old-rev", required=True, help="git revision of the template the entries were measured with")
+    ap.add_argument("--gluon", action="store_true", help="the Gluon entries and templates/sparse_mla_gluon.py.jinja")
     args = ap.parse_args()
+    if args.gluon:
+        return main_gluon(args)
     from sparsemla.gen import render
     from sparsemla.gen.search_space import compiled_variant
     from sparsemla.gen.spec import ARCHS, Config, KernelSpec, config_label
@@ -88,6 +107,33 @@ def main() -> int:
         differ += not ok
         print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}: {'same' if ok else 'DIFFERENT'}", flush=True)
     print(f"{same} same, {differ} different of {len(variants)} variants")
+    return 1 if differ else 0
+
+
+def main_gluon(args) -> int:
+    from sparsemla.gen import render
+    from sparsemla.gen.gluon import GluonKernel
+    from sparsemla.gen.search_space import compiled_variant
+    from sparsemla.gen.spec import ARCHS, Config, KernelSpec, config_label
+
+    old_text = subprocess.run(["git", "show", f"{args.old_rev}:templates/sparse_mla_gluon.py.jinja"],
+                              capture_output=True, text=True, check=True).stdout
+    table = json.load(open(args.table))
+    variants = {(key, compiled_variant(Config.from_dict(e["config"])))
+                for key, buckets in table["entries"].items() for e in buckets.values() if e["config"].get("gluon")}
+    same = differ = 0
+    for i, (key, cfg) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]))), 1):
+        spec = KernelSpec.from_key(key)
+        unit = GluonKernel(spec)
+        ctx = dict(unit.template_context(), spec=unit, spec_key=unit.key, version="check")
+        old = _module(render._env().from_string(old_text).render(**ctx), f"old_gluon_{i}")
+        new = _module(render.render_source(unit), f"new_gluon_{i}")
+        cc = ARCHS[spec.arch].cc
+        ok = _gluon_ptx(old, spec, cfg, cc) == _gluon_ptx(new, spec, cfg, cc)
+        same += ok
+        differ += not ok
+        print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}: {'same' if ok else 'DIFFERENT'}", flush=True)
+    print(f"{same} same, {differ} different of {len(variants)} Gluon variants")
     return 1 if differ else 0
 
 
