@@ -42,98 +42,46 @@ def _module(source: str, name: str):
     return mod
 
 
-def _ptx(fn, spec, config, cc: int) -> str:
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from sparsemla.gen.compile_check import _signature
-
-    constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n, "INDEX_PREFETCH": config.index_prefetch,
-                  "P_EXCHANGE": config.p_exchange, "L2_PREFETCH": config.l2_prefetch,
-                  "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
-    constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
-    sig, attrs = _signature(fn, spec, constexprs)
-    k = triton.compile(ASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", cc, 32),
-                       options={"num_warps": config.num_warps, "num_stages": config.num_stages})
-    return _strip_debug(k.asm["ptx"])
-
-
-def _gluon_ptx(mod, spec, config, cc: int) -> str:
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from sparsemla.gen.compile_check import _signature
-
-    fn = mod.sparse_mla_fwd_gluon
-    constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True}
-    sig, attrs = _signature(fn, spec, constexprs)
-    k = triton.compile(GluonASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", cc, 32),
-                       options={"num_warps": mod.NUM_WARPS.value})
-    return _strip_debug(k.asm["ptx"])
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("table")
     ap.add_argument("--old-rev", required=True, help="git revision of the template the entries were measured with")
     ap.add_argument("--gluon", action="store_true", help="the Gluon entries and templates/sparse_mla_gluon.py.jinja")
     args = ap.parse_args()
-    if args.gluon:
-        return main_gluon(args)
     from sparsemla.gen import render
+    from sparsemla.gen.compile_check import compile_module
+    from sparsemla.gen.gluon import GluonKernel
     from sparsemla.gen.search_space import compiled_variant
-    from sparsemla.gen.spec import ARCHS, Config, KernelSpec, config_label
+    from sparsemla.gen.spec import Config, KernelSpec, config_label
 
-    old_text = subprocess.run(["git", "show", f"{args.old_rev}:templates/sparse_mla.py.jinja"],
+    template = "sparse_mla_gluon.py.jinja" if args.gluon else "sparse_mla.py.jinja"
+    old_text = subprocess.run(["git", "show", f"{args.old_rev}:templates/{template}"],
                               capture_output=True, text=True, check=True).stdout
     table = json.load(open(args.table))
     variants = set()
     for key, buckets in table["entries"].items():
         for e in buckets.values():
             c = Config.from_dict(e["config"])
-            # (a Gluon entry runs templates/sparse_mla_gluon.py.jinja: not this template's kernel)
-            if e.get("backend", "triton") == "triton" and not c.gluon \
-                    and c == Config.from_dict({**e["config"], "l2_prefetch": 0}):
+            if args.gluon:
+                kept = c.gluon
+            else:  # (a Gluon entry runs the other template)
+                kept = e.get("backend", "triton") == "triton" and not c.gluon \
+                    and c == Config.from_dict({**e["config"], "l2_prefetch": 0})
+            if kept:
                 variants.add((key, compiled_variant(c)))
     same = differ = 0
     for i, (key, cfg) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]))), 1):
         spec = KernelSpec.from_key(key)
-        ctx = dict(spec.template_context(), spec=spec, spec_key=spec.key, version="check")
+        unit = GluonKernel(spec) if args.gluon else spec  # what gen.render renders for the template
+        ctx = dict(unit.template_context(), spec=unit, spec_key=unit.key, version="check")
         old = _module(render._env().from_string(old_text).render(**ctx), f"old_{i}")
-        new = _module(render.render_source(spec), f"new_{i}")
-        cc = ARCHS[spec.arch].cc
-        ok = _ptx(old.sparse_mla_fwd, spec, cfg, cc) == _ptx(new.sparse_mla_fwd, spec, cfg, cc)
+        new = _module(render.render_source(unit), f"new_{i}")
+        ok = (_strip_debug(compile_module(old, spec, cfg, spec.arch).asm["ptx"])
+              == _strip_debug(compile_module(new, spec, cfg, spec.arch).asm["ptx"]))
         same += ok
         differ += not ok
         print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}: {'same' if ok else 'DIFFERENT'}", flush=True)
     print(f"{same} same, {differ} different of {len(variants)} variants")
-    return 1 if differ else 0
-
-
-def main_gluon(args) -> int:
-    from sparsemla.gen import render
-    from sparsemla.gen.gluon import GluonKernel
-    from sparsemla.gen.search_space import compiled_variant
-    from sparsemla.gen.spec import ARCHS, Config, KernelSpec, config_label
-
-    old_text = subprocess.run(["git", "show", f"{args.old_rev}:templates/sparse_mla_gluon.py.jinja"],
-                              capture_output=True, text=True, check=True).stdout
-    table = json.load(open(args.table))
-    variants = {(key, compiled_variant(Config.from_dict(e["config"])))
-                for key, buckets in table["entries"].items() for e in buckets.values() if e["config"].get("gluon")}
-    same = differ = 0
-    for i, (key, cfg) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]))), 1):
-        spec = KernelSpec.from_key(key)
-        unit = GluonKernel(spec)
-        ctx = dict(unit.template_context(), spec=unit, spec_key=unit.key, version="check")
-        old = _module(render._env().from_string(old_text).render(**ctx), f"old_gluon_{i}")
-        new = _module(render.render_source(unit), f"new_gluon_{i}")
-        cc = ARCHS[spec.arch].cc
-        ok = _gluon_ptx(old, spec, cfg, cc) == _gluon_ptx(new, spec, cfg, cc)
-        same += ok
-        differ += not ok
-        print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}: {'same' if ok else 'DIFFERENT'}", flush=True)
-    print(f"{same} same, {differ} different of {len(variants)} Gluon variants")
     return 1 if differ else 0
 
 

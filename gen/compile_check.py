@@ -109,39 +109,37 @@ def compile_many(jobs, kernel: str = "sparse_mla_fwd") -> list[CompileReport]:
 
 def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd"):
     """Triton's compiled kernel (``.asm`` holds ttgir, ptx, cubin; ``.metadata.shared``) of
-    ``kernel`` of ``spec``'s module with ``config`` for ``arch``; raises what the compiler raises.
-    Not under the interpreter (see ``compile_many``)."""
+    ``kernel`` of ``spec``'s module (its Gluon module for a gluon config) with ``config`` for
+    ``arch``; raises what the compiler raises. Not under the interpreter (see ``compile_many``)."""
+    from .gluon import GluonKernel
+    config.check(spec)
+    return compile_module(load_compilable_module(GluonKernel(spec) if config.gluon else spec), spec, config, arch,
+                          kernel)
+
+
+def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd"):
+    """``compile_kernel`` for a module already imported (e.g. one rendered from another revision of
+    its template): the Triton module's ``kernel``, or a Gluon module's kernel, whose tiling is fixed."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    config.check(spec)
     if config.gluon:
-        return _compile_gluon(spec, config, arch)
-    fn = getattr(load_compilable_module(spec), kernel)
-    constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n,
-                  "INDEX_PREFETCH": config.index_prefetch, "P_EXCHANGE": config.p_exchange,
-                  "L2_PREFETCH": config.l2_prefetch,
-                  "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
-    constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
+        from triton.experimental.gluon._runtime import GluonASTSource
+        fn, source = mod.sparse_mla_fwd_gluon, GluonASTSource
+        constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True}
+        options = {"num_warps": mod.NUM_WARPS.value}
+    else:
+        fn, source = getattr(mod, kernel), ASTSource
+        constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n,
+                      "INDEX_PREFETCH": config.index_prefetch, "P_EXCHANGE": config.p_exchange,
+                      "L2_PREFETCH": config.l2_prefetch,
+                      "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
+        constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
+        options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     sig, attrs = _signature(fn, spec, constexprs)
-    return triton.compile(ASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
-                          options={"num_warps": config.num_warps, "num_stages": config.num_stages})
-
-
-def _compile_gluon(spec: KernelSpec, config: Config, arch: str):
-    """compile_kernel for a gluon config: the Gluon module's kernel (its tiling is fixed)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-
-    from .gluon import GluonKernel
-    mod = load_compilable_module(GluonKernel(spec))
-    fn = mod.sparse_mla_fwd_gluon
-    constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True}
-    sig, attrs = _signature(fn, spec, constexprs)
-    return triton.compile(GluonASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
-                          options={"num_warps": mod.NUM_WARPS.value})
+    return triton.compile(source(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
+                          options=options)
 
 
 def sass_opcode_counts(cubin: bytes, opcodes=("HGMMA", "HMMA", "LDGSTS", "STL", "LDL")) -> dict[str, int]:
