@@ -5,7 +5,8 @@
    split-K partials merged in torch.
 2. Kernel time by CUDA-graph replay over rotating inputs (pkg/bench.py's method) for the big-T
    rows, beside the shipped Triton kernel (sparse_mla, tuned config) and FlashInfer's FA3.
-Run on the GPU after `pip install .`: python3 benchmarks/calls/proto_gluon.py [--quick]
+Run on the GPU after `pip install .`: python3 benchmarks/calls/proto_gluon.py [--profile]
+(--profile: call 8's per-warp-group clock64 profile of gluon_split.py at T=128)
 """
 import math
 import os
@@ -36,6 +37,7 @@ PHASES = {0: "A wait free", 1: "A free+gather", 2: "A wait P", 3: "A P.V", 8: "B
 
 
 def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None, lse=None, splits=1, prof=None):
+    kind = VARIANTS[variant] if isinstance(variant, str) else variant  # a name, or a kind itself
     T, H, d_qk = q.shape
     d_rope = d_qk - 512
     dummy = torch.empty(1, device=DEV, dtype=torch.float32)
@@ -50,11 +52,10 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
               topk_len if topk_len is not None else idx, sink if sink is not None else dummy,
               out, out.stride(0), out.stride(1), lse if lse is not None else dummy,
               lse.stride(0) if lse is not None else 0, o_part, lse_part)
-    if VARIANTS[variant][0] == "split":
+    if kind[0] == "split":
         common = common + (prof if prof is not None else dummy,)
     flags = dict(TOPK=idx.shape[1], D_NOPE=512, D_ROPE=d_rope, HAS_TOPK_LEN=topk_len is not None,
                  HAS_SINK=sink is not None, RETURN_LSE=lse is not None, SPLIT_K=splits > 1, BLOCK_H=64, BLOCK_N=64)
-    kind = VARIANTS[variant]
     if kind[0] == "n32":
         sink_t = sink if sink is not None else torch.full((H,), -math.inf, device=DEV)
         lse_t = lse if lse is not None else torch.empty(T, H, device=DEV)
@@ -76,7 +77,7 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
     elif kind[0] == "ws2":
         gw.sparse_mla_sm90_ws_bf16[grid](*common, sm_scale, H, splits, **flags, WORKER_REGS=kind[1], num_warps=4)
     else:
-        launch_plain(variant, q, kv, idx, sm_scale, topk_len, sink, out, lse, o_part, lse_part, splits, prof, grid, dummy)
+        launch_plain(kind, q, kv, idx, sm_scale, topk_len, sink, out, lse, o_part, lse_part, splits, prof, grid, dummy)
     if splits > 1:
         m = lse_part.amax(-1, keepdim=True)
         m = torch.where(m == -math.inf, 0.0, m)
@@ -87,8 +88,8 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
     return out
 
 
-def launch_plain(variant, q, kv, idx, sm_scale, topk_len, sink, out, lse, o_part, lse_part, splits, prof, grid, dummy):
-    bn, ns, ov, l2p, ipf = VARIANTS[variant]
+def launch_plain(kind, q, kv, idx, sm_scale, topk_len, sink, out, lse, o_part, lse_part, splits, prof, grid, dummy):
+    bn, ns, ov, l2p, ipf = kind
     T, H, d_qk = q.shape
     d_rope = d_qk - 512
     gk.sparse_mla_sm90_bf16[grid](
@@ -146,7 +147,7 @@ def check(log):
     return ok
 
 
-def bench(rows, log):
+def bench(rows, log, profile=False):
     anchor = FlashInferAnchor(DEV)
     fmt = FORMATS["bf16"]
     slots = 262144
@@ -182,10 +183,11 @@ def bench(rows, log):
                 res[name + " err"] = err
             except Exception as e:
                 log(f"T={T} H={H} {name}: {type(e).__name__}: {str(e)[:300]}")
-        if False:  # (call 8) per-phase clock64 cycles per tile of each warp group (one thread's view, averaged over
-            # programs); profiling itself costs a little.
+        if profile and T == 128:
+            # (call 8) per-phase clock64 cycles per tile of each warp group of gluon_split.py (one
+            # thread's view, averaged over programs); profiling itself costs a little.
             prof = torch.zeros(T * (H // 64), 16, dtype=torch.int64, device=DEV)
-            launch("split", sets[0][0], kv, sets[0][1], sm, out=sets[0][2], prof=prof)
+            launch(("split", 232, False, False), sets[0][0], kv, sets[0][1], sm, out=sets[0][2], prof=prof)
             torch.cuda.synchronize()
             per_tile = prof.double().mean(0) / (TOPK // 64)
             log(f"profile T={T} H={H} split: " + ", ".join(f"{n} {per_tile[k].item():.0f}" for k, n in PHASES.items())
@@ -200,7 +202,6 @@ def bench(rows, log):
 
 
 def main():
-    quick = "--quick" in sys.argv
     logf = open(os.path.join(os.environ.get("OUT", "/tmp"), "proto_gluon.log"), "a")
 
     def log(s):
@@ -211,7 +212,7 @@ def main():
     ok = check(log)
     log(f"== correctness {'ok' if ok else 'FAILED'} ({time.time() - t0:.0f} s)")
     rows = [(128, 128), (64, 128), (256, 128), (128, 64), (256, 64), (4096, 128)]
-    table = bench(rows, log)
+    table = bench(rows, log, profile="--profile" in sys.argv)
     names = ["triton", "flashinfer"] + list(VARIANTS)  # "triton": sparse_mla through the installed table
     log("\n| T | H | " + " | ".join(names) + " | best gluon TFLOP/s |")
     log("|---" * (len(names) + 3) + "|")
