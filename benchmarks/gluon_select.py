@@ -1,18 +1,20 @@
-"""Issue 7, session 12: where the Gluon kernel (Config.gluon) beats the shipped entry of the H200
+"""Issue 7, sessions 12-13: where the Gluon kernel (Config.gluon) beats the shipped entry of the H200
 table, measured side by side in one process, write its entry into a table under OUT_DIR.
 
-For every bf16 (auto, d_qk 576) spec of the shipped table (with fewer than 64 heads the kernel masks the
-rest of its 64-row block) and each of its buckets: the shipped config and the Gluon kernel at the shipped split count, half and double it,
+For every spec of the shipped table that the kernel runs (gen/gluon.py; with fewer than 64 heads it
+masks the rest of its 64-row block) and each of its buckets: the shipped config and the Gluon kernel at the shipped split count, half and double it,
 each timed and checked like a tuning trial (gen.gpu_measure: CUDA-graph replay over rotating
 inputs, NaN in unreferenced slots); the fastest correct one wins. A Gluon winner's entry gets
 FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
 the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 
-  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure] [--heads 16,32]    (on the GPU, after pip install .)
+  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure] [--heads 16,32] [--formats model1,fp8_ds_mla]
+  (on the GPU, after pip install .)
 
 --remeasure: after a change to the Gluon template, only re-time (and re-check) the entries that
-already run it, at their split count, and rewrite them with the new times. --heads: only the specs
-with these head counts (default: all).
+already run it, at their split count, and rewrite them with the new times. --heads, --formats: only the
+specs with these head counts, KV formats (default: all). Winners are written as they are found, so a
+run cut short keeps them.
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ def gluon_configs(shipped: Config) -> list[Config]:
     return [Config(64, 64, n, 8, 2, gluon=True) for n in splits]
 
 
-def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None) -> int:
+def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
+         formats: set[str] | None = None) -> int:
     dev = torch.device("cuda")
     gpu = gpu_dirname(torch.cuda.get_device_name(dev))
     path = Path(out_dir) / gpu / "sparse_mla.json"
@@ -44,7 +47,7 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None) -
     try:
         for key, buckets in sorted(load_tables(gpu).items()):
             spec = KernelSpec.from_key(key)
-            if unsupported(spec) or (heads and spec.num_heads not in heads):
+            if unsupported(spec) or (heads and spec.num_heads not in heads) or (formats and spec.kv_format not in formats):
                 continue
             for b, entry in sorted(buckets.items()):
                 if remeasure and not entry.config.gluon:
@@ -81,5 +84,7 @@ if __name__ == "__main__":
     ap.add_argument("out_dir")
     ap.add_argument("--remeasure", action="store_true")
     ap.add_argument("--heads", default="", help="comma-separated head counts (default: all)")
+    ap.add_argument("--formats", default="", help="comma-separated kv formats (default: all)")
     a = ap.parse_args()
-    sys.exit(main(a.out_dir, a.remeasure, {int(h) for h in a.heads.split(",") if h} or None))
+    sys.exit(main(a.out_dir, a.remeasure, {int(h) for h in a.heads.split(",") if h} or None,
+                  {f for f in a.formats.split(",") if f} or None))

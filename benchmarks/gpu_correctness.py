@@ -2,9 +2,9 @@
 Triton's interpreter multiplies raw bits in a bf16 tl.dot). Same traps as tests/: NaN in every
 unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf too), an extra
 cache, LSE, split-K and direct write, each with and without p_exchange (P through the per-program
-scratch); for the bf16 576 cache also the Gluon kernel (Config.gluon; no extra cache there).
-Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), e.g.
-`python3 benchmarks/gpu_correctness.py auto576`."""
+scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
+Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
+`gluon` for the Gluon kernel's cases only, e.g. `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
 import os
 import sys
@@ -21,11 +21,12 @@ failed = []
 TRITON_CASES = [(s, f, px, False, 128) for s in (1, 4) for f in ("plain", "sink+extra+lse") for px in (False, True)]
 # The Gluon kernel at 128 heads, and at 32 and 16 (one 64-row block with the rest masked).
 GLUON_CASES = [(s, f, False, True, h) for h in (128, 32, 16) for s in (1, 4) for f in ("plain", "sink+lse")]
-only = sys.argv[1:]
+only = [a for a in sys.argv[1:] if a != "gluon"]
+kernel_cases = GLUON_CASES if "gluon" in sys.argv[1:] else TRITON_CASES + GLUON_CASES
 for case, (fmt, d_qk, page) in FORMAT_CASES.items():
     if only and case not in only:
         continue
-    for splits, features, px, gl, H in TRITON_CASES + (GLUON_CASES if case == "auto576" else []):
+    for splits, features, px, gl, H in kernel_cases:
         gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
         T, topk, xtopk, slots = 6, 256, 64, 2048
         cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)
