@@ -112,23 +112,32 @@ _GLUON_SASS_SCRIPT = """
 import json
 from sparsemla.gen.compile_check import compile_kernel, sass_opcode_counts
 from sparsemla.gen.spec import Config, KernelSpec
-spec = KernelSpec(kv_format="auto", num_heads=128, arch="sm90", has_sink=True, return_lse=True)
-compiled = compile_kernel(spec, Config(64, 64, 2, 8, 2, gluon=True), "sm90")
-print(json.dumps(dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
-                      setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))))
+out = {}
+for fmt, kw in (("auto", {}), ("fp8_ds_mla", dict(page_size=64))):
+    spec = KernelSpec(kv_format=fmt, num_heads=128, arch="sm90", has_sink=True, return_lse=True, **kw)
+    compiled = compile_kernel(spec, Config(64, 64, 2, 8, 2, gluon=True), "sm90")
+    out[fmt] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                    setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
+print(json.dumps(out))
 """
 
 
 def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
-    # Config.gluon: the Gluon template (one warp group gathering by cp.async and accumulating most of
-    # the output, one computing S and the softmax, both on wgmma) builds for sm_90a with this Triton,
-    # split-K or not, paged or not, without spills.
+    # Config.gluon: the Gluon template (one warp group gathering by cp.async, or with an fp8 cache a
+    # third dequantizing into shared memory, one accumulating most of the output, one computing S and
+    # the softmax, both on wgmma) builds for sm_90a with this Triton in every format, split-K or not,
+    # paged or not, without spills.
     from sparsemla.gen.spec import Config
-    jobs = [(KernelSpec(kv_format="auto", num_heads=h, page_size=p, arch="sm90", has_sink=sink, return_lse=sink),
+    jobs = [(KernelSpec(kv_format=f, d_qk=d, num_heads=h, page_size=p, arch="sm90", has_sink=sink, return_lse=sink),
              Config(64, 64, s, 8, 2, gluon=True), "sm90")
-            for h, p, sink, s in ((128, 1, False, 1), (128, 1, True, 4), (64, 64, False, 2))]
+            for f, d, h, p, sink, s in (("auto", 576, 128, 1, False, 1), ("auto", 576, 128, 1, True, 4),
+                                        ("auto", 576, 64, 64, False, 2), ("auto", 512, 128, 1, False, 1),
+                                        ("fp8_e4m3", 576, 128, 16, True, 4), ("fp8_ds_mla", 576, 64, 64, False, 1),
+                                        ("model1", 512, 128, 64, True, 2))]
     for r in compile_many(jobs):
-        assert r.ok and r.fits and r.spill_bytes == 0, r.line()
+        # (fp8: 0 B on Triton 3.6, the H200's; a few bytes in some variants on 3.9, whose register
+        # allocation differs: the dequantizing warp group leaves the default partition 160 registers)
+        assert r.ok and r.fits and r.spill_bytes <= (0 if "auto" in r.spec_key else 16), r.line()
     import json
     import os
     import subprocess
@@ -137,6 +146,8 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
     counts = json.loads(res.stdout.strip().splitlines()[-1])
-    # wgmma, cp.async gathers, mbarriers (SYNCS) between the partitions, register reallocation.
-    assert counts["HGMMA"] > 0 and counts["LDGSTS"] > 0 and counts["SYNCS"] > 0, counts
-    assert counts["STL"] == 0 and counts["setmaxnreg"] > 0, counts
+    # wgmma, cp.async gathers (bf16 only: fp8 tiles go through registers), mbarriers (SYNCS) between
+    # the partitions, register reallocation.
+    for fmt, c in counts.items():
+        assert c["HGMMA"] > 0 and c["SYNCS"] > 0 and c["STL"] == 0 and c["setmaxnreg"] > 0, (fmt, c)
+    assert counts["auto"]["LDGSTS"] > 0 and counts["fp8_ds_mla"]["LDGSTS"] == 0, counts

@@ -121,14 +121,17 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     g = Config(64, 64, 4, 8, 2, gluon=True)
     assert g.check(KernelSpec()) is g and config_label(g) == "h64 n64 s4 w8 st2 gl"
     assert Config.from_dict(g.to_dict()) == g
-    for kw, field in ((dict(kv_format="fp8_ds_mla"), "gluon"), (dict(arch="sm120"), "gluon"),
-                      (dict(d_qk=512), "gluon"), (dict(extra_topk=64), "gluon")):
+    for kw in (dict(kv_format="fp8_ds_mla", page_size=64), dict(kv_format="model1", d_qk=512, page_size=64),
+               dict(kv_format="fp8_e4m3"), dict(d_qk=512), dict(num_heads=16)):  # it runs these
+        assert g.check(KernelSpec(**kw)) is g
+    for kw, field in ((dict(compute_dtype="fp16"), "gluon"), (dict(arch="sm120"), "gluon"),
+                      (dict(d_qk=320, d_v=256), "gluon"), (dict(extra_topk=64), "gluon")):
         with pytest.raises(ValueError, match=f"Config.{field}=True"):
             g.check(KernelSpec(**kw))
     with pytest.raises(ValueError, match="Config.block_n=32 .*expected 64 with gluon=True"):
         Config(64, 32, 1, 8, 2, gluon=True).check(KernelSpec())
     with pytest.raises(ValueError, match="no Gluon kernel for"):
-        GluonKernel(KernelSpec(kv_format="fp8_e4m3"))
+        GluonKernel(KernelSpec(compute_dtype="fp16"))
     # The module renders and imports on any machine (its spec key names it); it runs on an sm90 GPU
     # only, so under Triton's interpreter a gluon config is refused with a clear error.
     spec = KernelSpec(num_heads=64, page_size=16, has_sink=True)

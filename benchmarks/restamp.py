@@ -1,0 +1,33 @@
+"""Re-stamp tuned tables with the current attention-template hash, after a template change that
+leaves their entries' kernels as measured (check that first: benchmarks/ptx_same.py, with --gluon
+for the Gluon entries). The note saying why is appended to each table's template_note.
+
+  python benchmarks/restamp.py "the Gluon template gains ... ; its entries' PTX identical" tuned/*/sparse_mla.json
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from sparsemla.gen.render import atomic_write, attention_template_hash
+
+
+def restamp(path: str, why: str) -> str:
+    table = json.load(open(path))
+    prov = table["provenance"]
+    old, new = prov.get("template_hash"), attention_template_hash()
+    if old == new:
+        return f"{path}: already {new}"
+    note = f"re-stamped {old} -> {new}: {why}"
+    prov["template_note"] = f"{prov['template_note']}; {note}" if prov.get("template_note") else note
+    prov["template_hash"] = new
+    atomic_write(Path(path), json.dumps(table, indent=1) + "\n")
+    return f"{path}: {old} -> {new}"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    for p in sys.argv[2:]:
+        print(restamp(p, sys.argv[1]))
