@@ -2,8 +2,8 @@
 table, measured side by side in one process, write its entry into a table under OUT_DIR.
 
 For every spec of the shipped table that the kernel runs (gen/gluon.py; with fewer than 64 heads it
-masks the rest of its 64-row block) and each of its buckets: the shipped config and the Gluon kernel at the shipped split count, half and double it,
-each timed and checked like a tuning trial (gen.gpu_measure: CUDA-graph replay over rotating
+masks the rest of its 64-row block) and each of its buckets: the shipped config and the Gluon kernel at
+the shipped split count, half and double it, each timed and checked like a tuning trial (gen.gpu_measure: CUDA-graph replay over rotating
 inputs, NaN in unreferenced slots); the fastest correct one wins. A Gluon winner's entry gets
 FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
 the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
@@ -47,7 +47,8 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
     try:
         for key, buckets in sorted(load_tables(gpu).items()):
             spec = KernelSpec.from_key(key)
-            if unsupported(spec) or (heads and spec.num_heads not in heads) or (formats and spec.kv_format not in formats):
+            if unsupported(spec) or (heads and spec.num_heads not in heads) \
+                    or (formats and spec.kv_format not in formats):
                 continue
             for b, entry in sorted(buckets.items()):
                 if remeasure and not entry.config.gluon:
