@@ -3,8 +3,9 @@ table, measured side by side in one process, write its entry into a table under 
 
 For every spec of the shipped table that the kernel runs (gen/gluon.py; with fewer than 64 heads it
 masks the rest of its 64-row block) and each of its buckets: the shipped config and the Gluon kernel at
-the shipped split count, half and double it, each timed and checked like a tuning trial (gen.gpu_measure: CUDA-graph replay over rotating
-inputs, NaN in unreferenced slots); the fastest correct one wins. A Gluon winner's entry gets
+the shipped split count, half and double it, each timed and checked like a tuning trial
+(gen.gpu_measure: CUDA-graph replay over rotating inputs, NaN in unreferenced slots); the fastest
+correct one wins. A Gluon winner's entry gets
 FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
 the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 
