@@ -3,8 +3,8 @@
 A table's entries are trusted only under the template hash they were measured with. When the
 template gains an option that is off in those entries, the table may be re-stamped with the new
 hash if every entry's compiled variant gives the same PTX from both templates (debug info aside:
-line numbers move). This compiles each distinct variant of the table's entries that the old
-template can express, from both, for the table's arch (no GPU needed).
+line numbers and debug-scope labels move). This compiles each distinct variant of the table's entries
+that the old template can express, from both, for the table's arch (no GPU needed).
 
   python benchmarks/ptx_same.py tuned/NVIDIA_H200/sparse_mla.json --old-rev 11c3a0e^
 
@@ -27,6 +27,9 @@ os.environ["TRITON_INTERPRET"] = "0"
 def _strip_debug(ptx: str) -> str:
     ptx = re.sub(r"^\s*\.loc\s.*$", "", ptx, flags=re.M)
     ptx = re.sub(r"^\s*\.file\s.*$", "", ptx, flags=re.M)
+    # $L__tmpN: labels anchor debug scopes (one per inlined call) and are referenced only from the
+    # .debug sections; their numbering moves when a helper is factored out (branch targets are $L__BB).
+    ptx = re.sub(r"^\$L__tmp\d+:$", "", ptx, flags=re.M)
     ptx = ptx.split("\t.section\t.debug", 1)[0]
     return "\n".join(line for line in ptx.splitlines() if line.strip() and not line.startswith("//"))
 
