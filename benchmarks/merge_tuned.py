@@ -25,6 +25,11 @@ from sparsemla.gen.spec import config_label
 from sparsemla.gen.tuned_table import parse_table
 
 
+def append_note(provenance: dict, note: str) -> None:
+    """Append ``note`` to a table's provenance template_note ("; "-separated)."""
+    provenance["template_note"] = (provenance.get("template_note", "") + "; " + note).lstrip("; ")
+
+
 def _minor(v) -> str:
     return ".".join(str(v).split(".")[:2])
 
@@ -59,7 +64,7 @@ def main() -> int:
             if not keep:
                 shipped["entries"][key][bucket] = e
     if args.note:
-        b["template_note"] = (b.get("template_note", "") + "; " + args.note).lstrip("; ")
+        append_note(b, args.note)
     parse_table(shipped)
     atomic_write(Path(args.shipped), json.dumps(shipped, indent=1) + "\n")
     return 0

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from merge_tuned import append_note  # benchmarks/ is the script's folder, so on sys.path
+
 from sparsemla.gen.render import atomic_write, attention_template_hash
 
 
@@ -19,8 +21,7 @@ def restamp(path: str, why: str) -> str:
     old, new = prov.get("template_hash"), attention_template_hash()
     if old == new:
         return f"{path}: already {new}"
-    note = f"re-stamped {old} -> {new}: {why}"
-    prov["template_note"] = f"{prov['template_note']}; {note}" if prov.get("template_note") else note
+    append_note(prov, f"re-stamped {old} -> {new}: {why}")
     prov["template_hash"] = new
     atomic_write(Path(path), json.dumps(table, indent=1) + "\n")
     return f"{path}: {old} -> {new}"
