@@ -15,7 +15,24 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     async_copy, fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait)
 
-from gluon_kernel import _clock, _cp_async, _cta_barrier, _load_slots
+# (These four helpers lived in gluon_kernel.py, session 12's first prototype, removed in session 13.)
+# The cp.async gather: Triton 3.6 names it async_copy_global_to_shared, later versions async_load.
+_cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+# The CTA-wide barrier: gl.thread_barrier in Triton 3.6, gl.barrier later.
+_cta_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
+
+
+@gluon.jit
+def _load_slots(idx_row, lo_tile, hi, BLOCK_N: gl.constexpr, L: gl.constexpr):
+    """The slot ids of the tile at list position lo_tile (-1 past hi), as rows of layout L."""
+    offs = lo_tile + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, L))
+    return gl.load(idx_row + offs, mask=offs < hi, other=-1)
+
+
+@gluon.jit
+def _clock(x):
+    return gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [x], dtype=gl.int64, is_pure=False, pack=1)
+
 
 BH = gl.constexpr(64)
 BN = gl.constexpr(64)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 12, issue 7: the Gluon sm90 bf16 prototype (benchmarks/calls/gluon_kernel.py): GPU
+# Session 12, issue 7: the Gluon sm90 bf16 prototypes (gluon_kernel.py, at commit 2759a93): GPU
 # correctness of each variant, then its times beside the shipped Triton kernel and FlashInfer.
 #   bash benchmarks/calls/h200_call_gluon.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u

@@ -1,4 +1,6 @@
-"""Issue 7 experiment (session 12): the Gluon sm90 bf16 kernel (gluon_kernel.py) on the H200.
+"""Issue 7 experiment (session 12): Gluon sm90 bf16 prototypes on the H200 (gluon_split.py, FlashInfer's
+split with a clock64 profile, and gluon_n32.py; session 12's first prototypes, gluon_kernel.py and
+gluon_ws.py, are in git history: benchmarks/calls/README.md).
 
 1. Correctness of every variant against the fp32 reference: unreferenced slots NaN, -1 and
    out-of-range slots, topk_length (one row 0), +/-inf sinks, LSE, a non-contiguous q, and the
@@ -16,10 +18,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gluon_kernel as gk  # noqa: E402
 import gluon_n32 as gn32  # noqa: E402
 import gluon_split as gsp  # noqa: E402
-import gluon_ws as gw  # noqa: E402
 
 import sparsemla  # noqa: E402
 from sparsemla.gen.gpu_measure import rel_err  # noqa: E402
@@ -39,7 +39,6 @@ PHASES = {0: "A wait free", 1: "A free+gather", 2: "A wait P", 3: "A P.V", 8: "B
 def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None, lse=None, splits=1, prof=None):
     kind = VARIANTS[variant] if isinstance(variant, str) else variant  # a name, or a kind itself
     T, H, d_qk = q.shape
-    d_rope = d_qk - 512
     dummy = torch.empty(1, device=DEV, dtype=torch.float32)
     if out is None:
         out = torch.empty(T, H, 512, device=DEV, dtype=torch.bfloat16)
@@ -48,14 +47,6 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
         o_part = torch.empty(T, H, splits, 512, device=DEV, dtype=torch.float32)
         lse_part = torch.empty(T, H, splits, device=DEV, dtype=torch.float32)
     grid = (T * splits * (H // 64),)
-    common = (q, q.stride(0), q.stride(1), kv, kv.stride(0), kv.shape[0], idx, idx.stride(0),
-              topk_len if topk_len is not None else idx, sink if sink is not None else dummy,
-              out, out.stride(0), out.stride(1), lse if lse is not None else dummy,
-              lse.stride(0) if lse is not None else 0, o_part, lse_part)
-    if kind[0] == "split":
-        common = common + (prof if prof is not None else dummy,)
-    flags = dict(TOPK=idx.shape[1], D_NOPE=512, D_ROPE=d_rope, HAS_TOPK_LEN=topk_len is not None,
-                 HAS_SINK=sink is not None, RETURN_LSE=lse is not None, SPLIT_K=splits > 1, BLOCK_H=64, BLOCK_N=64)
     if kind[0] == "n32":
         sink_t = sink if sink is not None else torch.full((H,), -math.inf, device=DEV)
         lse_t = lse if lse is not None else torch.empty(T, H, device=DEV)
@@ -65,19 +56,15 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
             out, out.stride(0), out.stride(1), out.stride(2), lse_t, lse_t.stride(0), lse_t.stride(1),
             o_part, lse_part, sm_scale, H, splits, HAS_TOPK_LEN=topk_len is not None, SPLIT_K=splits > 1,
             num_warps=4)
-    elif kind[0] == "wsp":
-        gk.sparse_mla_sm90_bf16_wsp[grid](*common, sm_scale, H, splits, **flags, NUM_STAGES=2,
-                                          PRODUCER_REGS=kind[1], num_warps=8)
-    elif kind[0] == "split":
-        gsp.sparse_mla_sm90_split_bf16[grid](*common, sm_scale, H, splits, TOPK=idx.shape[1],
-                                             HAS_TOPK_LEN=topk_len is not None, HAS_SINK=sink is not None,
-                                             RETURN_LSE=lse is not None, SPLIT_K=splits > 1, A_REGS=kind[1],
-                                             WHOLE=kind[2], L2PF=kind[3], DVA=256, PROFILE=prof is not None,
-                                             num_warps=4)
-    elif kind[0] == "ws2":
-        gw.sparse_mla_sm90_ws_bf16[grid](*common, sm_scale, H, splits, **flags, WORKER_REGS=kind[1], num_warps=4)
-    else:
-        launch_plain(kind, q, kv, idx, sm_scale, topk_len, sink, out, lse, o_part, lse_part, splits, prof, grid, dummy)
+    else:  # "split"
+        gsp.sparse_mla_sm90_split_bf16[grid](
+            q, q.stride(0), q.stride(1), kv, kv.stride(0), kv.shape[0], idx, idx.stride(0),
+            topk_len if topk_len is not None else idx, sink if sink is not None else dummy,
+            out, out.stride(0), out.stride(1), lse if lse is not None else dummy,
+            lse.stride(0) if lse is not None else 0, o_part, lse_part, prof if prof is not None else dummy,
+            sm_scale, H, splits, TOPK=idx.shape[1], HAS_TOPK_LEN=topk_len is not None, HAS_SINK=sink is not None,
+            RETURN_LSE=lse is not None, SPLIT_K=splits > 1, A_REGS=kind[1], WHOLE=kind[2], L2PF=kind[3], DVA=256,
+            PROFILE=prof is not None, num_warps=4)
     if splits > 1:
         m = lse_part.amax(-1, keepdim=True)
         m = torch.where(m == -math.inf, 0.0, m)
@@ -86,21 +73,6 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
         o = (o_part * (w / torch.where(tot > 0, tot, 1.0))[..., None]).sum(-2)
         out.copy_(o.to(out.dtype))
     return out
-
-
-def launch_plain(kind, q, kv, idx, sm_scale, topk_len, sink, out, lse, o_part, lse_part, splits, prof, grid, dummy):
-    bn, ns, ov, l2p, ipf = kind
-    T, H, d_qk = q.shape
-    d_rope = d_qk - 512
-    gk.sparse_mla_sm90_bf16[grid](
-        q, q.stride(0), q.stride(1), kv, kv.stride(0), kv.shape[0], idx, idx.stride(0),
-        topk_len if topk_len is not None else idx, sink if sink is not None else dummy,
-        out, out.stride(0), out.stride(1), lse if lse is not None else dummy, lse.stride(0) if lse is not None else 0,
-        o_part, lse_part, prof if prof is not None else dummy, sm_scale, H, splits,
-        TOPK=idx.shape[1], D_NOPE=512, D_ROPE=d_rope, HAS_TOPK_LEN=topk_len is not None,
-        HAS_SINK=sink is not None, RETURN_LSE=lse is not None, SPLIT_K=splits > 1,
-        BLOCK_H=64, BLOCK_N=bn, NUM_STAGES=ns, OVERLAP=ov, L2_PREFETCH=l2p,
-        IDX_PREFETCH=ipf, PROFILE=prof is not None, num_warps=8)
 
 
 def check(log):
