@@ -9,12 +9,16 @@ correct one wins. A Gluon winner's entry gets
 FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
 the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 
-  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure] [--heads 16,32] [--formats model1,fp8_ds_mla]
+  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure | --narrow] [--heads 16,32] [--formats model1,fp8_ds_mla]
+                                      [--tokens 128,256]
   (on the GPU, after pip install .)
 
 --remeasure: after a change to the Gluon template, only re-time (and re-check) the entries that
-already run it, at their split count, and rewrite them with the new times. --heads, --formats: only the
-specs with these head counts, KV formats (default: all). Winners are written as they are found, so a
+already run it, at their split count, and rewrite them with the new times. --narrow (session 14): the
+candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; specs with at most
+32 heads) at the shipped split count, half and double it, with one loading warp group and, for fp8
+caches, two. --heads, --formats, --tokens: only the specs with these head counts, KV formats, and
+the buckets of these token counts (default: all). Winners are written as they are found, so a
 run cut short keeps them.
 """
 from __future__ import annotations
@@ -31,14 +35,25 @@ from sparsemla.gen.tuned_table import (TunedEntry, device_provenance, gpu_dirnam
                                        software_provenance, today, write_table)
 
 
-def gluon_configs(shipped: Config) -> list[Config]:
+def _splits(shipped: Config) -> list[int]:
     s = shipped.num_splits
-    splits = sorted({s, max(1, s // 2), min(64, 2 * s)}) if s > 1 else [1]
-    return [Config(64, 64, n, 8, 2, gluon=True) for n in splits]
+    return sorted({s, max(1, s // 2), min(64, 2 * s)})
+
+
+def gluon_configs(shipped: Config) -> list[Config]:
+    return [Config(64, 64, n, 8, 2, gluon=True) for n in (_splits(shipped) if shipped.num_splits > 1 else [1])]
+
+
+def narrow_configs(spec: KernelSpec, shipped: Config) -> list[Config]:
+    if spec.num_heads > 32:
+        return []
+    block_h = 16 if spec.num_heads <= 16 else 32
+    warps = (8,) if spec.kv_format == "auto" else (8, 12)
+    return [Config(block_h, 64, n, w, 2, gluon=True) for w in warps for n in _splits(shipped)]
 
 
 def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
-         formats: set[str] | None = None) -> int:
+         formats: set[str] | None = None, narrow: bool = False, tokens: set[int] | None = None) -> int:
     dev = torch.device("cuda")
     gpu = gpu_dirname(torch.cuda.get_device_name(dev))
     path = Path(out_dir) / gpu / "sparse_mla.json"
@@ -52,15 +67,18 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
                     or (formats and spec.kv_format not in formats):
                 continue
             for b, entry in sorted(buckets.items()):
-                if remeasure and not entry.config.gluon:
+                if (remeasure and not entry.config.gluon) or (tokens and b not in tokens):
                     continue
                 base = measure(spec, entry.config, b)
                 best, best_cfg, tried = base.time_us if base.ok else float("inf"), entry.config, 1
                 line = f"{key} T={b}: shipped {config_label(entry.config)} {base.time_us:.1f} us"
-                for cfg in ([] if remeasure else gluon_configs(entry.config)):
+                candidates = [] if remeasure else narrow_configs(spec, entry.config) if narrow \
+                    else gluon_configs(entry.config)
+                for cfg in candidates:
                     m = measure(spec, cfg, b)
                     tried += 1
-                    line += f" | s{cfg.num_splits} gl {m.time_us:.1f}" + ("" if m.ok else f" ({m.reason})")
+                    name = f"s{cfg.num_splits} gl" if cfg.block_h == 64 else config_label(cfg).replace(" n64", "")
+                    line += f" | {name} {m.time_us:.1f}" + ("" if m.ok else f" ({m.reason})")
                     if m.ok and m.time_us < best:
                         best, best_cfg = m.time_us, cfg
                 if best_cfg.gluon:
@@ -87,6 +105,9 @@ if __name__ == "__main__":
     ap.add_argument("--remeasure", action="store_true")
     ap.add_argument("--heads", default="", help="comma-separated head counts (default: all)")
     ap.add_argument("--formats", default="", help="comma-separated kv formats (default: all)")
+    ap.add_argument("--narrow", action="store_true", help="try the narrow Gluon kernel (<= 32 heads)")
+    ap.add_argument("--tokens", default="", help="comma-separated bucket token counts (default: all)")
     a = ap.parse_args()
     sys.exit(main(a.out_dir, a.remeasure, {int(h) for h in a.heads.split(",") if h} or None,
-                  {f for f in a.formats.split(",") if f} or None))
+                  {f for f in a.formats.split(",") if f} or None, a.narrow,
+                  {int(t) for t in a.tokens.split(",") if t} or None))

@@ -1,11 +1,15 @@
-"""The Gluon kernel for sm90 (templates/sparse_mla_gluon.py.jinja): which specs it runs, and the
-renderable unit that names its module.
+"""The Gluon kernels for sm90 (templates/sparse_mla_gluon.py.jinja): which specs and configs they run,
+and the renderable unit that names a module.
 
-It is one fixed tiling (64 heads, 64-row tiles, two stages, warp-specialized warp groups: one
-accumulates output columns 0-383, and with a bf16 cache gathers; one computes S, the softmax and
-columns 384-511; with an fp8 cache a third dequantizes each tile into shared memory), so its only
-tunable is the split count; ``Config(gluon=True)`` selects it. Split-K partials are merged by the
-Triton module's combine kernel.
+Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` with ``gluon=True``:
+- 64 (wide): 64 heads are wgmma's M; warp-specialized warp groups: one accumulates output columns
+  0-383 (and with a bf16 cache gathers), one computes S, the softmax and columns 384-511, and with an
+  fp8 cache a third dequantizes each tile into shared memory.
+- 16 or 32 (narrow, session 14): for TP-sharded heads the 64 keys of a tile are wgmma's M and the
+  heads its N (S^T = K Q^T, O^T = V^T P^T), so no MMA row is padding; one warp group computes, one
+  gathers (bf16, cp.async) or dequantizes (fp8), or two dequantize alternate tiles
+  (``num_warps=12``).
+Split-K partials are merged by the Triton module's combine kernel.
 """
 from __future__ import annotations
 
@@ -14,14 +18,16 @@ from dataclasses import dataclass
 from .render import cache_descs
 from .spec import KernelSpec
 
-# Config fields the Gluon kernel fixes: what a Config with gluon=True must hold (num_warps: the
-# warps that compute; an fp8 cache's kernel has a dequantizing warp group besides).
-FIXED = dict(block_h=64, block_n=64, num_warps=8, num_stages=2, index_prefetch=False, p_exchange=False,
-             l2_prefetch=0)
+# Config fields a Config with gluon=True must hold, by block_h; num_warps: the wide kernel's
+# computing warps (an fp8 cache's kernel has a dequantizing warp group besides), the narrow kernel's
+# warps in all (4 compute, 4 or 8 load).
+_COMMON = dict(block_n=64, num_stages=2, index_prefetch=False, p_exchange=False, l2_prefetch=0)
+FIXED = {64: dict(_COMMON, num_warps=(8,)), 32: dict(_COMMON, num_warps=(8, 12)),
+         16: dict(_COMMON, num_warps=(8, 12))}
 
 
 def unsupported(spec: KernelSpec) -> str:
-    """Why the Gluon kernel cannot run ``spec`` ("" if it can)."""
+    """Why the Gluon kernels cannot run ``spec`` ("" if they can)."""
     if spec.arch != "sm90":
         return "it is built for sm90 (wgmma, 217 KB of shared memory)"
     if spec.q_dtype != "bf16" or spec.compute_dtype != "bf16":
@@ -33,25 +39,57 @@ def unsupported(spec: KernelSpec) -> str:
     return ""
 
 
+def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
+    """(field, what it must be) for a gluon config that cannot run ``spec``; ("", "") if it can."""
+    why = unsupported(spec)
+    if why:
+        return "gluon", f"False: the Gluon kernel cannot run this spec ({why})"
+    if config.block_h not in FIXED:
+        return "block_h", f"one of {sorted(FIXED)} with gluon=True (64: heads as wgmma's M; 16, 32: as its N)"
+    for name, value in FIXED[config.block_h].items():
+        allowed = value if isinstance(value, tuple) else (value,)
+        if getattr(config, name) not in allowed:
+            return name, (f"{allowed[0]!r}" if len(allowed) == 1 else f"one of {allowed}") + \
+                f" with gluon=True and block_h={config.block_h} (the Gluon kernel's fixed tiling)"
+    if config.num_warps == 12 and spec.kv_format == "auto":
+        return "num_warps", "8 with a bf16 cache (two dequantizing warp groups are for fp8 caches)"
+    return "", ""
+
+
 @dataclass(frozen=True)
 class GluonKernel:
-    """``spec``'s Gluon module, as gen.render renders and caches it."""
+    """``spec``'s Gluon module for a tiling (heads per program, and the narrow kernel's dequantizing
+    warp groups), as gen.render renders and caches it."""
 
     spec: KernelSpec
+    block_h: int = 64
+    loaders: int = 1  # the narrow kernel's warp groups that dequantize (fp8) or gather (bf16)
     template = "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
         why = unsupported(self.spec)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key}: {why}")
+        if self.block_h not in FIXED or self.loaders not in (1, 2) or (self.block_h == 64 and self.loaders != 1):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
+                             f"loaders={self.loaders}: expected block_h 64 (loaders 1), 32 or 16 (loaders 1 or 2)")
+
+    @classmethod
+    def for_config(cls, spec: KernelSpec, config) -> "GluonKernel":
+        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1)
+
+    @property
+    def narrow(self) -> bool:
+        return self.block_h < 64
 
     @property
     def key(self) -> str:
-        return self.spec.key + "-gluon"
+        return self.spec.key + "-gluon" + (f"-h{self.block_h}-l{self.loaders}" if self.narrow else "")
 
     @property
     def module_name(self) -> str:
-        return self.spec.module_name + "_gluon"
+        return self.spec.module_name + "_gluon" + (f"_h{self.block_h}_l{self.loaders}" if self.narrow else "")
 
     def template_context(self) -> dict:
-        return dict(kspec=self.spec, cache=cache_descs(self.spec)[0])
+        return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
+                    loaders=self.loaders)

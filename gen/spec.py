@@ -166,8 +166,9 @@ class Config:
     p_exchange: bool = False
     # Prefetch the gathered rows into L2 this many tiles ahead of their gather (0: off).
     l2_prefetch: int = 0
-    # Run the Gluon kernel (templates/sparse_mla_gluon.py.jinja, sm90 bf16): one warp group gathers
-    # while the other computes S; its tiling is fixed (gen/gluon.py FIXED), only num_splits varies.
+    # Run a Gluon kernel (templates/sparse_mla_gluon.py.jinja, sm90, bf16 compute): warp groups that
+    # load and warp groups that compute; block_h 64 or 16/32 picks the tiling, fixed but for
+    # num_splits (and num_warps 8/12 with 16/32 heads; gen/gluon.py FIXED).
     gluon: bool = False
 
     def check(self, spec: KernelSpec) -> "Config":
@@ -183,8 +184,8 @@ class Config:
             bad("block_n", "a power of two in 16..256")
         if not isinstance(self.num_splits, int) or not 1 <= self.num_splits <= 256:
             bad("num_splits", "an int in 1..256")
-        if self.num_warps not in (1, 2, 4, 8, 16):
-            bad("num_warps", "one of 1, 2, 4, 8, 16")
+        if self.num_warps not in (1, 2, 4, 8, 16) and not (self.gluon and self.num_warps == 12):
+            bad("num_warps", "one of 1, 2, 4, 8, 16 (or 12 with gluon=True)")
         if not 1 <= self.num_stages <= arch.max_stages:
             bad("num_stages", f"an int in 1..{arch.max_stages} on {arch.name}")
         for flag in ("index_prefetch", "p_exchange", "gluon"):
@@ -193,13 +194,10 @@ class Config:
         if self.l2_prefetch not in (0, 1, 2, 4, 8):
             bad("l2_prefetch", "one of 0 (off), 1, 2, 4, 8 tiles ahead")
         if self.gluon:
-            from .gluon import FIXED, unsupported
-            why = unsupported(spec)
-            if why:
-                bad("gluon", f"False: the Gluon kernel cannot run this spec ({why})")
-            for name, value in FIXED.items():
-                if getattr(self, name) != value:
-                    bad(name, f"{value!r} with gluon=True (the Gluon kernel's fixed tiling)")
+            from .gluon import config_problem
+            name, expected = config_problem(spec, self)
+            if name:
+                bad(name, expected)
         return self
 
     def to_dict(self) -> dict:

@@ -205,7 +205,7 @@ class TritonLaunch:
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
-            gmod = load_module(GluonKernel(spec))
+            gmod = load_module(GluonKernel.for_config(spec, config))
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd, dict(SPLIT_K=S > 1),
                                dict(num_warps=gmod.NUM_WARPS.value), q.device)
         else:
