@@ -110,14 +110,16 @@ def test_sass_shows_which_mma_each_variant_runs_on():
 
 _GLUON_SASS_SCRIPT = """
 import json
+from dataclasses import replace
 from sparsemla.gen.compile_check import compile_kernel, sass_opcode_counts
 from sparsemla.gen.spec import Config, KernelSpec
 out = {}
 for fmt, kw in (("auto", {}), ("fp8_ds_mla", dict(page_size=64))):
     spec = KernelSpec(kv_format=fmt, num_heads=128, arch="sm90", has_sink=True, return_lse=True, **kw)
-    compiled = compile_kernel(spec, Config(64, 64, 2, 8, 2, gluon=True), "sm90")
-    out[fmt] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
-                    setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
+    for bh in (64, 16):
+        compiled = compile_kernel(replace(spec, num_heads=16) if bh == 16 else spec, Config(bh, 64, 2, 8, 2, gluon=True), "sm90")
+        out[f"{fmt} h{bh}"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                         setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
 print(json.dumps(out))
 """
 
@@ -134,6 +136,14 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
                                         ("auto", 576, 64, 64, False, 2), ("auto", 512, 128, 1, False, 1),
                                         ("fp8_e4m3", 576, 128, 16, True, 4), ("fp8_ds_mla", 576, 64, 64, False, 1),
                                         ("model1", 512, 128, 64, True, 2))]
+    # the narrow kernel (heads as wgmma's N): 16 and 32 heads per program, one or two loading groups
+    jobs += [(KernelSpec(kv_format=f, d_qk=d, num_heads=h, page_size=p, arch="sm90", has_sink=sink, return_lse=sink),
+              Config(bh, 64, s, w, 2, gluon=True), "sm90")
+             for f, d, h, bh, w, p, sink, s in (("auto", 576, 16, 16, 8, 1, True, 2), ("auto", 512, 32, 32, 8, 64, False, 1),
+                                                ("auto", 576, 32, 16, 8, 1, False, 1),
+                                                ("fp8_e4m3", 576, 16, 16, 12, 16, True, 1),
+                                                ("fp8_ds_mla", 576, 32, 32, 8, 64, False, 2),
+                                                ("model1", 512, 16, 16, 12, 64, True, 4))]
     for r in compile_many(jobs):
         # (fp8: 0 B on Triton 3.6, the H200's; a few bytes in some variants on 3.9, whose register
         # allocation differs: the dequantizing warp group leaves the default partition 160 registers)
@@ -150,5 +160,6 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     # the partitions, register reallocation.
     for fmt, c in counts.items():
         assert c["HGMMA"] > 0 and c["SYNCS"] > 0 and c["setmaxnreg"] > 0, (fmt, c)
-        assert c["STL"] <= (0 if fmt == "auto" else 4), (fmt, c)  # (the spill allowance above)
-    assert counts["auto"]["LDGSTS"] > 0 and counts["fp8_ds_mla"]["LDGSTS"] == 0, counts
+        assert c["STL"] <= (0 if fmt.startswith("auto") else 4), (fmt, c)  # (the spill allowance above)
+    for bh in (64, 16):
+        assert counts[f"auto h{bh}"]["LDGSTS"] > 0 and counts[f"fp8_ds_mla h{bh}"]["LDGSTS"] == 0, counts
