@@ -17,8 +17,8 @@ the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 already run it, at their split count, and rewrite them with the new times. --narrow (session 14): the
 candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; specs with at most
 32 heads) at the shipped split count, half and double it, with one loading warp group and, for fp8
-caches, two. --heads, --formats, --tokens: only the specs with these head counts, KV formats, and
-the buckets of these token counts (default: all). Winners are written as they are found, so a
+caches, two. --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such
+as fp8_e4m3-qk576), and the buckets of these token counts (default: all). Winners are written as they are found, so a
 run cut short keeps them.
 """
 from __future__ import annotations
@@ -64,7 +64,7 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
         for key, buckets in sorted(load_tables(gpu).items()):
             spec = KernelSpec.from_key(key)
             if unsupported(spec) or (heads and spec.num_heads not in heads) \
-                    or (formats and spec.kv_format not in formats):
+                    or (formats and not any(f == spec.kv_format or f in key for f in formats)):
                 continue
             for b, entry in sorted(buckets.items()):
                 if (remeasure and not entry.config.gluon) or (tokens and b not in tokens):
