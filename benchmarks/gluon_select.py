@@ -16,7 +16,7 @@ the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 --remeasure: after a change to the Gluon template, only re-time (and re-check) the entries that
 already run it, at their split count, and rewrite them with the new times. --narrow (session 14): the
 candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; specs with at most
-32 heads) at the shipped split count, half and double it, with one loading warp group and, for fp8
+32 heads) at the shipped split count, half and double it (and 1 from 64 tokens up), with one loading warp group and, for fp8
 caches, two. --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such
 as fp8_e4m3-qk576), and the buckets of these token counts (default: all). Winners are written as they are found, so a
 run cut short keeps them.
@@ -44,12 +44,14 @@ def gluon_configs(shipped: Config) -> list[Config]:
     return [Config(64, 64, n, 8, 2, gluon=True) for n in (_splits(shipped) if shipped.num_splits > 1 else [1])]
 
 
-def narrow_configs(spec: KernelSpec, shipped: Config) -> list[Config]:
+def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int) -> list[Config]:
     if spec.num_heads > 32:
         return []
     block_h = 16 if spec.num_heads <= 16 else 32
     warps = (8,) if spec.kv_format == "auto" else (8, 12)
-    return [Config(block_h, 64, n, w, 2, gluon=True) for w in warps for n in _splits(shipped)]
+    # (from 64 tokens up, unsplit lists fill most of the GPU: session 14's T=128 and 256 winners)
+    splits = sorted(set(_splits(shipped)) | ({1} if tokens >= 64 else set()))
+    return [Config(block_h, 64, n, w, 2, gluon=True) for w in warps for n in splits]
 
 
 def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
@@ -72,7 +74,7 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
                 base = measure(spec, entry.config, b)
                 best, best_cfg, tried = base.time_us if base.ok else float("inf"), entry.config, 1
                 line = f"{key} T={b}: shipped {config_label(entry.config)} {base.time_us:.1f} us"
-                candidates = [] if remeasure else narrow_configs(spec, entry.config) if narrow \
+                candidates = [] if remeasure else narrow_configs(spec, entry.config, b) if narrow \
                     else gluon_configs(entry.config)
                 for cfg in candidates:
                     m = measure(spec, cfg, b)
