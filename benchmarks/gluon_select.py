@@ -16,10 +16,11 @@ the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 --remeasure: after a change to the Gluon template, only re-time (and re-check) the entries that
 already run it, at their split count, and rewrite them with the new times. --narrow (session 14): the
 candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; specs with at most
-32 heads) at the shipped split count, half and double it (and 1 from 64 tokens up), with one loading warp group and, for fp8
-caches, two. --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such
-as fp8_e4m3-qk576), and the buckets of these token counts (default: all). Winners are written as they are found, so a
-run cut short keeps them.
+32 heads; 32 heads also as two 16-head programs with a bf16 cache) at the shipped split count, half
+and double it (and 1 from 64 tokens up), with one loading warp group and, for fp8 caches, two.
+--heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as
+fp8_e4m3-qk576), and the buckets of these token counts (default: all). Winners are written as they
+are found, so a run cut short keeps them.
 """
 from __future__ import annotations
 
@@ -47,11 +48,13 @@ def gluon_configs(shipped: Config) -> list[Config]:
 def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int) -> list[Config]:
     if spec.num_heads > 32:
         return []
-    block_h = 16 if spec.num_heads <= 16 else 32
-    warps = (8,) if spec.kv_format == "auto" else (8, 12)
+    # 32 heads also as two 16-head programs with a bf16 cache (fp8 tries its two loader counts instead)
+    bf16 = spec.kv_format == "auto"
+    block_hs = (16,) if spec.num_heads <= 16 else (32, 16) if bf16 else (32,)
+    warps = (8,) if bf16 else (8, 12)
     # (from 64 tokens up, unsplit lists fill most of the GPU: session 14's T=128 and 256 winners)
     splits = sorted(set(_splits(shipped)) | ({1} if tokens >= 64 else set()))
-    return [Config(block_h, 64, n, w, 2, gluon=True) for w in warps for n in splits]
+    return [Config(bh, 64, n, w, 2, gluon=True) for bh in block_hs for w in warps for n in splits]
 
 
 def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,

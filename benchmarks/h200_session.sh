@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Session 14's second device call on the H200, for issue 7: where the narrow Gluon kernel's time goes,
-# and its selection for the formats call 1 did not reach.
-#  1. benchmarks/calls/narrow_diag.py: H=16 T=256, the kernel without its wgmmas, and on L2-resident rows;
-#  2. GPU correctness of the narrow kernel for fp8_ds_mla and model1 (call 1 was cut off there);
-#  3. gluon_select.py --narrow for fp8_e4m3 (576) and model1 at H=16 and 32, T=64..256.
+# Session 14's third device call on the H200, for issue 7: the bf16 rows.
+#  1. gluon_select.py (wide kernel) for bf16 NoPE (auto, d_qk 512) at 64 and 128 heads: the Gluon
+#     kernel runs d_qk 512 since session 13, but these entries were never put against it;
+#  2. gluon_select.py --narrow for bf16 (576 and NoPE) at 16 and 32 heads: T=1..16, and 32 heads at
+#     T=64/128 again with the 16-head programs and one split;
+#  3. the bench rows of bf16 NoPE (every head count) and bf16 at 16 and 32 heads, beside FlashInfer.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-timeout 150 python3 benchmarks/calls/narrow_diag.py > "$OUT/narrow_diag.log" 2>&1
-echo "== narrow_diag rc=$?"; grep "^|\|Error" "$OUT/narrow_diag.log" | cut -c1-150
-timeout 100 python3 benchmarks/gpu_correctness.py ds_mla model1_p64 narrow > "$OUT/gpu_correctness.log" 2>&1
-echo "== gpu_correctness rc=$?"; grep -c " ok$" "$OUT/gpu_correctness.log"; grep "FAIL\|Error" "$OUT/gpu_correctness.log" | head -8 | cut -c1-200; tail -1 "$OUT/gpu_correctness.log" | cut -c1-300
-timeout 230 python3 benchmarks/gluon_select.py "$OUT/tuned" --narrow --heads 16,32 --tokens 256,128,64 \
-  --formats fp8_e4m3-qk576,model1 > "$OUT/gluon_select_narrow.log" 2>&1
-echo "== gluon_select rc=$?"; grep "^sparse\|entries\|winner\|Error" "$OUT/gluon_select_narrow.log" \
-  | sed 's/sparse_mla-sm90-//; s/-k2048-\(p[0-9]*\)-qbf16-cbf16/ \1/; s/(do_bench.*//; s/ n64//g' | cut -c1-220
+select_step() {  # NAME LIMIT_S ARGS...: one gluon_select.py run into $OUT/tuned
+  local name=$1 limit=$2; shift 2
+  timeout "$limit" python3 benchmarks/gluon_select.py "$OUT/tuned" "$@" > "$OUT/gluon_select_$name.log" 2>&1
+  echo "== gluon_select $name rc=$?"; grep "^sparse\|entries\|winner\|Error" "$OUT/gluon_select_$name.log" \
+    | sed 's/sparse_mla-sm90-//; s/-k2048-\(p[0-9]*\)-qbf16-cbf16/ \1/; s/(do_bench.*//; s/ n64//g; s/ st2//g' | cut -c1-200
+}
+select_step nope_wide 100 --formats auto-qk512 --heads 128,64
+select_step narrow_low 120 --narrow --formats auto --heads 16,32 --tokens 1,4,16
+select_step narrow_h32 70 --narrow --formats auto --heads 32 --tokens 64,128
+bench_within 230 "$OUT/tuned" "bf16_nope 128 1,4,16,32,64,128,256,4096" "bf16_nope 64 1,4,16,64,128,256,4096" \
+  "bf16 16 1,4,16,64,128,256" "bf16 32 1,4,16,64,128,256" "bf16_nope 16 1,4,16,64,128,256" "bf16_nope 32 1,4,16,64,128,256"
 pack_out
