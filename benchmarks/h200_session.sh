@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Session 14's fifth device call on the H200, for issue 7: bf16 (576 and NoPE) at 16 heads, T=128, with
-# the narrow kernel unsplit (one wave of 128 programs; call 1 did not try one split there), and its
-# bench rows beside FlashInfer.
+# Session 14's fourth device call on the H200, for issue 7: the fp8-format bench rows beside FlashInfer
+# with the table of calls 1-3 (the narrow kernel's rows at 16 and 32 heads first, then the rows that were
+# stale since session 13: 64 heads, T=4096, fp8 NoPE at 128 heads).
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-timeout 45 python3 benchmarks/gluon_select.py "$OUT/tuned" --narrow --formats auto --heads 16 --tokens 128 \
-  > "$OUT/gluon_select_h16_t128.log" 2>&1
-echo "== gluon_select rc=$?"; grep "^sparse\|entries\|winner\|Error" "$OUT/gluon_select_h16_t128.log" \
-  | sed 's/sparse_mla-sm90-//; s/-k2048-\(p[0-9]*\)-qbf16-cbf16/ \1/; s/(do_bench.*//; s/ n64//g; s/ st2//g' | cut -c1-200
-bench_within 50 "$OUT/tuned" "bf16 16 128" "bf16_nope 16 128"
+bench_within 330 "" "fp8 16 1,4,16,64,128,256" "fp8_ds_mla 16 64,128,256" "model1 16 64,128,256" \
+  "fp8_nope 16 64,128,256" "fp8 32 64,128,256" "fp8_ds_mla 32 64,128,256" "model1 32 64,128,256" \
+  "fp8_nope 32 64,128,256" "fp8 64 1,4,16,64,128,256" "fp8_ds_mla 64 16,64,128,256" "model1 64 16,64,128,256" \
+  "fp8_nope 128 128,4096" "fp8 128 4096"
 pack_out
