@@ -7,7 +7,8 @@ from which run.
   python benchmarks/merge_bench.py OUT_BASE old.json new_bf16.json new_fp8.json
   (writes OUT_BASE.json and OUT_BASE.md; an input may itself be a merged file)
 
-``--table tuned/NVIDIA_H200/sparse_mla.json`` keeps a new row only if its config is the one that
+``--table tuned/NVIDIA_H200/sparse_mla.json`` lists the merged rows whose config that table no longer
+selects (stale), and keeps a new row only if its config is the one that
 table selects for the row: a re-tune's bench runs with the run's own table, and where the merge
 kept the shipped entry, that row measured a config nobody ships (the older row stays).
 """
@@ -61,7 +62,19 @@ def merge(paths: list[str], table: dict | None = None) -> dict:
     return dict(runs=[run for run in runs if run["formats"]], rows=merged)
 
 
-def markdown(res: dict) -> str:
+def stale_rows(res: dict, table: dict) -> list[str]:
+    """The rows whose config ``table`` no longer selects (measured with an older entry), as lines."""
+    from sparsemla.gen.spec import Config
+    out = []
+    for r in res["rows"]:
+        now = shipped_config(table, r)
+        if now is not None and Config.from_dict(now) != Config.from_dict(r["config"]):
+            out.append(f"- {r['format']} T={r['T']} H={r['H']} ({r['date'][:10]}): measured "
+                       f"{config_label(r['config'])}, the table now selects {config_label(now)}")
+    return out
+
+
+def markdown(res: dict, table: dict | None = None) -> str:
     out = [f"# sparse MLA benchmark suite on {res['runs'][-1]['provenance']['gpu']}", "",
            "Merged from these runs (a later run's rows replace an earlier run's):", ""]
     for run in res["runs"]:
@@ -76,6 +89,10 @@ def markdown(res: dict) -> str:
             "(new indices every step). Rows without step columns come from a run before they existed.", "",
             HEADER]
     out += [format_row(r) for r in res["rows"]]
+    stale = stale_rows(res, table) if table is not None else []
+    if stale:
+        out += ["", f"Stale rows ({len(stale)}): not re-benched since the table's entry for them changed.", ""]
+        out += stale
     return "\n".join(out) + "\n"
 
 
@@ -86,7 +103,8 @@ if __name__ == "__main__":
     ap.add_argument("--table", help="keep a new row only if this tuned table selects its config")
     args = ap.parse_args()
     from sparsemla.gen.tuned_table import load_table
-    res = merge(args.inputs, load_table(args.table, check_provenance=False) if args.table else None)
+    table = load_table(args.table, check_provenance=False) if args.table else None
+    res = merge(args.inputs, table)
     base = args.out_base
     atomic_write(Path(base + ".json"), json.dumps(res, indent=1))
-    atomic_write(Path(base + ".md"), markdown(res))
+    atomic_write(Path(base + ".md"), markdown(res, table))
