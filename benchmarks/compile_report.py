@@ -70,8 +70,9 @@ def main() -> int:
           f"rest are SASS opcodes: HGMMA (warpgroup MMA), HMMA (per-warp MMA), LDGSTS (cp.async), STL / "
           f"LDL (spill stores and loads). backend: what the table dispatches to (a flashinfer entry keeps "
           f"its Triton config for other callers).\n\n"
-          f"Entries whose kernel runs on HGMMA: {count['hgmma']}; on HMMA: {count['hmma']} (block_h < 64: "
-          f"wgmma takes 64 rows per warp group, and heads are not padded to 64); neither or not built: "
+          f"Entries whose kernel runs on HGMMA: {count['hgmma']}; on HMMA: {count['hmma']} (the Triton "
+          f"kernel with block_h < 64: wgmma takes 64 rows per warp group, and heads are not padded to 64; "
+          f"the narrow Gluon kernel puts them in wgmma's N); neither or not built: "
           f"{count['other']}. Entries that spill: {count['spilling']}.\n")
     print("| format | T | H | config | backend | shared KB | regs | spills B | wgmma | "
           + " | ".join(OPCODES) + " |")

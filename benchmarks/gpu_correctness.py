@@ -4,7 +4,8 @@ unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf to
 cache, LSE, split-K and direct write, each with and without p_exchange (P through the per-program
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
-`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's), e.g. `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
+`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's), e.g.
+`python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
 import os
 import sys
@@ -18,7 +19,9 @@ from helpers import FORMAT_CASES, make_cache, poison_unreferenced, random_indice
 
 dev = torch.device("cuda")
 failed = []
-TRITON_CASES = [(s, f, px, False, 128, 64, 8) for s in (1, 4) for f in ("plain", "sink+extra+lse") for px in (False, True)]
+# (splits, features, p_exchange, gluon, heads, block_h, num_warps)
+TRITON_CASES = [(s, f, px, False, 128, 64, 8) for s in (1, 4) for f in ("plain", "sink+extra+lse")
+                for px in (False, True)]
 # The wide Gluon kernel at 128 heads, and at 32 and 16 (one 64-row block with the rest masked); the
 # narrow one (heads as wgmma's N) at 16, 32 and 24 heads (two 16-head blocks, the second half masked),
 # with one loading warp group or (fp8) two.

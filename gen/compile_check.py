@@ -113,8 +113,8 @@ def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "s
     ``arch``; raises what the compiler raises. Not under the interpreter (see ``compile_many``)."""
     from .gluon import GluonKernel
     config.check(spec)
-    return compile_module(load_compilable_module(GluonKernel.for_config(spec, config) if config.gluon else spec), spec, config, arch,
-                          kernel)
+    unit = GluonKernel.for_config(spec, config) if config.gluon else spec
+    return compile_module(load_compilable_module(unit), spec, config, arch, kernel)
 
 
 def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd"):

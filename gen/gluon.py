@@ -22,8 +22,8 @@ from .spec import KernelSpec
 # computing warps (an fp8 cache's kernel has a dequantizing warp group besides), the narrow kernel's
 # warps in all (4 compute, 4 or 8 load).
 _COMMON = dict(block_n=64, num_stages=2, index_prefetch=False, p_exchange=False, l2_prefetch=0)
-FIXED = {64: dict(_COMMON, num_warps=(8,)), 32: dict(_COMMON, num_warps=(8, 12)),
-         16: dict(_COMMON, num_warps=(8, 12))}
+_NARROW = dict(_COMMON, num_warps=(8, 12))
+FIXED = {64: dict(_COMMON, num_warps=(8,)), 32: _NARROW, 16: _NARROW}
 
 
 def unsupported(spec: KernelSpec) -> str:

@@ -117,9 +117,10 @@ out = {}
 for fmt, kw in (("auto", {}), ("fp8_ds_mla", dict(page_size=64))):
     spec = KernelSpec(kv_format=fmt, num_heads=128, arch="sm90", has_sink=True, return_lse=True, **kw)
     for bh in (64, 16):
-        compiled = compile_kernel(replace(spec, num_heads=16) if bh == 16 else spec, Config(bh, 64, 2, 8, 2, gluon=True), "sm90")
+        compiled = compile_kernel(replace(spec, num_heads=16) if bh == 16 else spec,
+                                  Config(bh, 64, 2, 8, 2, gluon=True), "sm90")
         out[f"{fmt} h{bh}"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
-                         setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
+                                   setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
 print(json.dumps(out))
 """
 
@@ -127,8 +128,9 @@ print(json.dumps(out))
 def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     # Config.gluon: the Gluon template (one warp group gathering by cp.async, or with an fp8 cache a
     # third dequantizing into shared memory, one accumulating most of the output, one computing S and
-    # the softmax, both on wgmma) builds for sm_90a with this Triton in every format, split-K or not,
-    # paged or not, without spills.
+    # the softmax, both on wgmma; block_h 16/32: its narrow variant, one computing warp group with the
+    # heads as wgmma's N) builds for sm_90a with this Triton in every format, split-K or not, paged or
+    # not, without spills.
     from sparsemla.gen.spec import Config
     jobs = [(KernelSpec(kv_format=f, d_qk=d, num_heads=h, page_size=p, arch="sm90", has_sink=sink, return_lse=sink),
              Config(64, 64, s, 8, 2, gluon=True), "sm90")
@@ -139,7 +141,8 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     # the narrow kernel (heads as wgmma's N): 16 and 32 heads per program, one or two loading groups
     jobs += [(KernelSpec(kv_format=f, d_qk=d, num_heads=h, page_size=p, arch="sm90", has_sink=sink, return_lse=sink),
               Config(bh, 64, s, w, 2, gluon=True), "sm90")
-             for f, d, h, bh, w, p, sink, s in (("auto", 576, 16, 16, 8, 1, True, 2), ("auto", 512, 32, 32, 8, 64, False, 1),
+             for f, d, h, bh, w, p, sink, s in (("auto", 576, 16, 16, 8, 1, True, 2),
+                                                ("auto", 512, 32, 32, 8, 64, False, 1),
                                                 ("auto", 576, 32, 16, 8, 1, False, 1),
                                                 ("fp8_e4m3", 576, 16, 16, 12, 16, True, 1),
                                                 ("fp8_ds_mla", 576, 32, 32, 8, 64, False, 2),

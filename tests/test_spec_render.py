@@ -134,7 +134,8 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     for bh, w, fmt in ((16, 8, "auto"), (32, 8, "auto"), (16, 12, "fp8_e4m3"), (32, 12, "fp8_e4m3")):
         n = Config(bh, 64, 2, w, 2, gluon=True)
         assert n.check(KernelSpec(kv_format=fmt, num_heads=16)) is n
-    assert GluonKernel.for_config(KernelSpec(), Config(16, 64, 2, 12, 2, gluon=True)).key == KernelSpec().key + "-gluon-h16-l2"
+    unit = GluonKernel.for_config(KernelSpec(), Config(16, 64, 2, 12, 2, gluon=True))
+    assert unit.key == KernelSpec().key + "-gluon-h16-l2" and unit.narrow and unit.loaders == 2
     for cfg, field, expected in ((Config(32, 64, 1, 12, 2, gluon=True), "num_warps", "8 with a bf16 cache"),
                                  (Config(16, 64, 1, 4, 2, gluon=True), "num_warps", r"one of \(8, 12\)"),
                                  (Config(128, 64, 1, 8, 2, gluon=True), "block_h", r"one of \[16, 32, 64\]"),
