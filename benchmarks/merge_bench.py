@@ -62,16 +62,29 @@ def merge(paths: list[str], table: dict | None = None) -> dict:
     return dict(runs=[run for run in runs if run["formats"]], rows=merged)
 
 
-def stale_rows(res: dict, table: dict) -> list[str]:
-    """The rows whose config ``table`` no longer selects (measured with an older entry), as lines."""
+def stale(res: dict, table: dict) -> list[tuple[dict, dict]]:
+    """(row, the config ``table`` now selects) for each row measured with an older entry."""
     from sparsemla.gen.spec import Config
     out = []
     for r in res["rows"]:
         now = shipped_config(table, r)
         if now is not None and Config.from_dict(now) != Config.from_dict(r["config"]):
-            out.append(f"- {r['format']} T={r['T']} H={r['H']} ({r['date'][:10]}): measured "
-                       f"{config_label(r['config'])}, the table now selects {config_label(now)}")
+            out.append((r, now))
     return out
+
+
+def stale_rows(res: dict, table: dict) -> list[str]:
+    """The stale rows as Markdown lines."""
+    return [f"- {r['format']} T={r['T']} H={r['H']} ({r['date'][:10]}): measured {config_label(r['config'])}, "
+            f"the table now selects {config_label(now)}" for r, now in stale(res, table)]
+
+
+def stale_bench_args(res: dict, table: dict) -> list[str]:
+    """The stale rows as benchmarks/h200_steps.sh's bench_within arguments: "FORMAT H T1,T2,..."."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    for r, _ in stale(res, table):
+        groups.setdefault((r["format"], r["H"]), []).append(r["T"])
+    return [f'"{f} {h} {",".join(map(str, sorted(ts)))}"' for (f, h), ts in sorted(groups.items())]
 
 
 def markdown(res: dict, table: dict | None = None) -> str:
@@ -101,6 +114,8 @@ if __name__ == "__main__":
     ap.add_argument("out_base")
     ap.add_argument("inputs", nargs="+")
     ap.add_argument("--table", help="keep a new row only if this tuned table selects its config")
+    ap.add_argument("--stale-args", action="store_true",
+                    help="also print the stale rows as bench_within arguments (benchmarks/h200_steps.sh)")
     args = ap.parse_args()
     from sparsemla.gen.tuned_table import load_table
     table = load_table(args.table, check_provenance=False) if args.table else None
@@ -108,3 +123,5 @@ if __name__ == "__main__":
     base = args.out_base
     atomic_write(Path(base + ".json"), json.dumps(res, indent=1))
     atomic_write(Path(base + ".md"), markdown(res, table))
+    if args.stale_args and table is not None:
+        print(" ".join(stale_bench_args(res, table)))
