@@ -1,12 +1,15 @@
 """Choose the launch config for a spec and a number of query tokens.
 
 The tuned table of the device's GPU (``sparsemla.gen.tuned_table``) is read once per
-process; a spec or GPU without an entry falls back to the arch's ``default_config``.
+process; a spec or GPU without an entry falls back to the arch's ``default_config``. The tables
+are tuned on plain calls: a spec with a sink or LSE output (options that only change the
+epilogue) uses the entry of the same spec without them where it has none of its own.
 On the CPU (Triton's interpreter) the GPU name comes from ``$SPARSEMLA_GPU``, if set.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from functools import lru_cache
 
 import torch
@@ -41,7 +44,10 @@ def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntr
     gpu = _gpu(device)
     if gpu is None:
         return None
-    hit = _table(gpu, spec.family).get(spec.key)
+    table = _table(gpu, spec.family)
+    hit = table.get(spec.key)
+    if hit is None and (spec.has_sink or spec.return_lse):
+        hit = table.get(replace(spec, has_sink=False, return_lse=False).key)
     if hit is None:
         return None
     buckets, entries = hit

@@ -5,6 +5,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"
 
 import json  # noqa: E402
+from dataclasses import replace  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
 import time  # noqa: E402
@@ -448,6 +449,14 @@ def test_select_config_uses_tuned_table(tmp_path, monkeypatch):
         assert dispatch.select_config(spec, 5000, cpu) == c4  # the package's 1024 entry
         e = dispatch.lookup(spec, 64, cpu)
         assert e.backend == "flashinfer" and e.get("backend") == "flashinfer" and e.bucket == 64
+        # a sink or LSE output changes only the epilogue: such a call runs the plain spec's entry,
+        # unless the table has one of its own; an extra cache is other work (no entry: the default)
+        sink_lse = replace(spec, has_sink=True, return_lse=True)
+        assert dispatch.select_config(sink_lse, 100, cpu) == c64
+        assert dispatch.select_config(replace(spec, return_lse=True), 5, cpu) == c4
+        extra = replace(spec, has_sink=True, extra_topk=64)
+        assert dispatch.lookup(extra, 100, cpu) is None
+        assert dispatch.select_config(extra, 100, cpu) == default_config(extra, 100)
         other = KernelSpec(arch="sm90", num_heads=32)
         assert dispatch.lookup(other, 4, cpu) is None
         assert dispatch.select_config(other, 4, cpu) == default_config(other, 4)
