@@ -1,9 +1,10 @@
 """Choose the launch config for a spec and a number of query tokens.
 
 The tuned table of the device's GPU (``sparsemla.gen.tuned_table``) is read once per
-process; a spec or GPU without an entry falls back to the arch's ``default_config``. The tables
-are tuned on plain calls: a spec with a sink or LSE output (options that only change the
-epilogue) uses the entry of the same spec without them where it has none of its own.
+process; a spec or GPU without an entry falls back to the arch's ``default_config``. Where a spec
+has no entry of its own, a stand-in's is used (``stand_ins``): the tables are tuned on plain calls
+with the suite's head counts, and a sink or LSE output changes only the epilogue, a head count
+between two tuned ones the masked rows of the same head blocks.
 On the CPU (Triton's interpreter) the GPU name comes from ``$SPARSEMLA_GPU``, if set.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import lru_cache
 
 import torch
 
-from sparsemla.gen.spec import Config, KernelSpec, default_config
+from sparsemla.gen.spec import Config, KernelSpec, default_config, next_pow2
 from sparsemla.gen.tuned_table import TunedEntry, bucket_for, gpu_dirname, load_tables
 
 
@@ -38,16 +39,30 @@ def _table(gpu: str, family: str) -> dict[str, tuple[tuple[int, ...], dict[int, 
     return {key: (tuple(sorted(b)), b) for key, b in load_tables(gpu, family).items()}
 
 
+def stand_ins(spec: KernelSpec):
+    """``spec``, then the specs whose tuned entry it may use, best first: the same call without a
+    sink or LSE output, then that at the powers of two above its head count up to 256 (e.g. 8 heads,
+    a 128-head model on 16 GPUs, run 16 heads' entry; its tiles mask the rows of the missing heads)."""
+    yield spec
+    plain = replace(spec, has_sink=False, return_lse=False)
+    if plain != spec:
+        yield plain
+    h = next_pow2(spec.num_heads)
+    h = h if h != spec.num_heads else 2 * h
+    while h <= 256:
+        yield replace(plain, num_heads=h)
+        h *= 2
+
+
 @lru_cache(maxsize=4096)
 def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntry | None:
-    """The tuned entry for ``spec`` at ``num_tokens`` on ``device``'s GPU, or None."""
+    """The tuned entry for ``spec`` (or its first stand-in that has one) at ``num_tokens`` on
+    ``device``'s GPU, or None."""
     gpu = _gpu(device)
     if gpu is None:
         return None
     table = _table(gpu, spec.family)
-    hit = table.get(spec.key)
-    if hit is None and (spec.has_sink or spec.return_lse):
-        hit = table.get(replace(spec, has_sink=False, return_lse=False).key)
+    hit = next((table[s.key] for s in stand_ins(spec) if s.key in table), None)
     if hit is None:
         return None
     buckets, entries = hit

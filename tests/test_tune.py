@@ -457,7 +457,13 @@ def test_select_config_uses_tuned_table(tmp_path, monkeypatch):
         extra = replace(spec, has_sink=True, extra_topk=64)
         assert dispatch.lookup(extra, 100, cpu) is None
         assert dispatch.select_config(extra, 100, cpu) == default_config(extra, 100)
-        other = KernelSpec(arch="sm90", num_heads=32)
+        # a head count without an entry runs the next tuned power of two's (the same head blocks)
+        for h in (48, 40):
+            assert dispatch.select_config(replace(spec, num_heads=h, has_sink=True), 100, cpu) == c64
+        assert [s.num_heads for s in dispatch.stand_ins(replace(spec, num_heads=8))] == [8, 16, 32, 64, 128, 256]
+        assert dispatch.lookup(replace(spec, num_heads=65), 4, cpu) is None  # no tuned count above
+        assert dispatch.select_config(replace(spec, num_heads=32), 100, cpu) == c64
+        other = KernelSpec(arch="sm90", num_heads=32, topk=1024)  # no entry, nor a stand-in's
         assert dispatch.lookup(other, 4, cpu) is None
         assert dispatch.select_config(other, 4, cpu) == default_config(other, 4)
         t0 = time.perf_counter()
