@@ -3,8 +3,9 @@
 The tuned table of the device's GPU (``sparsemla.gen.tuned_table``) is read once per
 process; a spec or GPU without an entry falls back to the arch's ``default_config``. Where a spec
 has no entry of its own, a stand-in's is used (``stand_ins``): the tables are tuned on plain calls
-with the suite's head counts, and a sink or LSE output changes only the epilogue, a head count
-between two tuned ones the masked rows of the same head blocks.
+with the suite's head counts and page sizes, and a sink or LSE output changes only the epilogue, a
+head count between two tuned ones the masked rows of the same head blocks, the page size only the
+gathered rows' addresses.
 On the CPU (Triton's interpreter) the GPU name comes from ``$SPARSEMLA_GPU``, if set.
 """
 from __future__ import annotations
@@ -39,19 +40,25 @@ def _table(gpu: str, family: str) -> dict[str, tuple[tuple[int, ...], dict[int, 
     return {key: (tuple(sorted(b)), b) for key, b in load_tables(gpu, family).items()}
 
 
-def stand_ins(spec: KernelSpec):
+@lru_cache(maxsize=None)
+def _page_sizes(gpu: str, family: str) -> tuple[int, ...]:
+    """The page sizes the table's specs were tuned with."""
+    return tuple(sorted({KernelSpec.from_key(k).page_size for k in _table(gpu, family)}))
+
+
+def stand_ins(spec: KernelSpec, page_sizes=()):
     """``spec``, then the specs whose tuned entry it may use, best first: the same call without a
-    sink or LSE output, then that at the powers of two above its head count up to 256 (e.g. 8 heads,
-    a 128-head model on 16 GPUs, run 16 heads' entry; its tiles mask the rows of the missing heads)."""
+    sink or LSE output at its page size, then at each of ``page_sizes``; then these at the powers of
+    two above its head count up to 256 (e.g. 8 heads, a 128-head model on 16 GPUs, run 16 heads'
+    entry; its tiles mask the rows of the missing heads)."""
     yield spec
-    plain = replace(spec, has_sink=False, return_lse=False)
-    if plain != spec:
-        yield plain
-    h = next_pow2(spec.num_heads)
-    h = h if h != spec.num_heads else 2 * h
+    h = spec.num_heads
     while h <= 256:
-        yield replace(plain, num_heads=h)
-        h *= 2
+        for page in (spec.page_size, *(p for p in page_sizes if p != spec.page_size)):
+            cand = replace(spec, has_sink=False, return_lse=False, num_heads=h, page_size=page)
+            if cand != spec:
+                yield cand
+        h = next_pow2(h) if next_pow2(h) != h else 2 * h
 
 
 @lru_cache(maxsize=4096)
@@ -62,7 +69,7 @@ def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntr
     if gpu is None:
         return None
     table = _table(gpu, spec.family)
-    hit = next((table[s.key] for s in stand_ins(spec) if s.key in table), None)
+    hit = next((table[s.key] for s in stand_ins(spec, _page_sizes(gpu, spec.family)) if s.key in table), None)
     if hit is None:
         return None
     buckets, entries = hit
@@ -76,7 +83,7 @@ def select_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Co
 
 def clear_cache() -> None:
     """Forget GPU names and tables read so far (after writing a table, or in tests)."""
-    for f in (_gpu, _table, lookup):
+    for f in (_gpu, _table, _page_sizes, lookup):
         f.cache_clear()
     from .api import clear_call_cache  # sparse_mla keeps the configs it chose per call signature
     clear_call_cache()

@@ -460,7 +460,11 @@ def test_select_config_uses_tuned_table(tmp_path, monkeypatch):
         # a head count without an entry runs the next tuned power of two's (the same head blocks)
         for h in (48, 40):
             assert dispatch.select_config(replace(spec, num_heads=h, has_sink=True), 100, cpu) == c64
-        assert [s.num_heads for s in dispatch.stand_ins(replace(spec, num_heads=8))] == [8, 16, 32, 64, 128, 256]
+        assert [(s.num_heads, s.page_size) for s in dispatch.stand_ins(replace(spec, num_heads=12), (1, 64))] \
+            == [(12, 1), (12, 64), (16, 1), (16, 64), (32, 1), (32, 64), (64, 1), (64, 64), (128, 1), (128, 64),
+                (256, 1), (256, 64)]
+        # another page size (the table's is 1 here) runs the tuned page size's entry
+        assert dispatch.select_config(replace(spec, page_size=64), 100, cpu) == c64
         assert dispatch.lookup(replace(spec, num_heads=65), 4, cpu) is None  # no tuned count above
         assert dispatch.select_config(replace(spec, num_heads=32), 100, cpu) == c64
         other = KernelSpec(arch="sm90", num_heads=32, topk=1024)  # no entry, nor a stand-in's
