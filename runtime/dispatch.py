@@ -78,7 +78,12 @@ def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntr
 
 def select_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Config:
     entry = lookup(spec, num_tokens, device)
-    return entry.config if entry is not None else default_config(spec, num_tokens, _num_sms(device))
+    if entry is not None:
+        try:
+            return entry.config.check(spec)  # (a stand-in's entry was checked for the stand-in)
+        except ValueError:
+            pass
+    return default_config(spec, num_tokens, _num_sms(device))
 
 
 def clear_cache() -> None:
