@@ -102,10 +102,10 @@ def markdown(res: dict, table: dict | None = None) -> str:
             "(new indices every step). Rows without step columns come from a run before they existed.", "",
             HEADER]
     out += [format_row(r) for r in res["rows"]]
-    stale = stale_rows(res, table) if table is not None else []
-    if stale:
-        out += ["", f"Stale rows ({len(stale)}): not re-benched since the table's entry for them changed.", ""]
-        out += stale
+    lines = stale_rows(res, table) if table is not None else []
+    if lines:
+        out += ["", f"Stale rows ({len(lines)}): not re-benched since the table's entry for them changed.", ""]
+        out += lines
     return "\n".join(out) + "\n"
 
 

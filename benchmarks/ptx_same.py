@@ -75,7 +75,8 @@ def main() -> int:
     same = differ = 0
     for i, (key, cfg) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]))), 1):
         spec = KernelSpec.from_key(key)
-        unit = GluonKernel.for_config(spec, cfg) if args.gluon else spec  # what gen.render renders for the template
+        # what gen.render renders for the template
+        unit = GluonKernel.for_config(spec, cfg) if args.gluon else spec
         ctx = dict(unit.template_context(), spec=unit, spec_key=unit.key, version="check")
         old = _module(render._env().from_string(old_text).render(**ctx), f"old_{i}")
         new = _module(render.render_source(unit), f"new_{i}")

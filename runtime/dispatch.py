@@ -58,7 +58,7 @@ def stand_ins(spec: KernelSpec, page_sizes=()):
             cand = replace(spec, has_sink=False, return_lse=False, num_heads=h, page_size=page)
             if cand != spec:
                 yield cand
-        h = next_pow2(h) if next_pow2(h) != h else 2 * h
+        h = next_pow2(h + 1)
 
 
 @lru_cache(maxsize=4096)
