@@ -9,15 +9,16 @@ correct one wins. A Gluon winner's entry gets
 FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
 the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 
-  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure | --narrow] [--heads 16,32] [--formats model1,fp8_ds_mla]
-                                      [--tokens 128,256]
+  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure | --narrow [--one-stage]] [--heads 16,32]
+                                      [--formats model1,fp8_ds_mla] [--tokens 128,256]
   (on the GPU, after pip install .)
 
 --remeasure: after a change to the Gluon template, only re-time (and re-check) the entries that
 already run it, at their split count, and rewrite them with the new times. --narrow (session 14): the
 candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; specs with at most
 32 heads; 32 heads also as two 16-head programs with a bf16 cache) at the shipped split count, half
-and double it (and 1 from 64 tokens up), with one loading warp group and, for fp8 caches, two.
+and double it (and 1 from 64 tokens up), with one loading warp group and, for fp8 caches, two; 16-head
+programs also with one stage, two programs per SM (session 16; --one-stage: only those).
 --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as
 fp8_e4m3-qk576), and the buckets of these token counts (default: all). Winners are written as they
 are found, so a run cut short keeps them.
@@ -45,7 +46,7 @@ def gluon_configs(shipped: Config) -> list[Config]:
     return [Config(64, 64, n, 8, 2, gluon=True) for n in (_splits(shipped) if shipped.num_splits > 1 else [1])]
 
 
-def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int) -> list[Config]:
+def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_only: bool = False) -> list[Config]:
     if spec.num_heads > 32:
         return []
     # 32 heads also as two 16-head programs with a bf16 cache (fp8 tries its two loader counts instead)
@@ -54,11 +55,16 @@ def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int) -> list[Confi
     warps = (8,) if bf16 else (8, 12)
     # (from 64 tokens up, unsplit lists fill most of the GPU: session 14's T=128 and 256 winners)
     splits = sorted(set(_splits(shipped)) | ({1} if tokens >= 64 else set()))
-    return [Config(bh, 64, n, w, 2, gluon=True) for bh in block_hs for w in warps for n in splits]
+    # 16 heads also with one stage, two programs per SM (session 16)
+    one_stage = [Config(16, 64, n, 8, 1, gluon=True) for n in splits if 16 in block_hs]
+    if one_stage_only:
+        return one_stage
+    return [Config(bh, 64, n, w, 2, gluon=True) for bh in block_hs for w in warps for n in splits] + one_stage
 
 
 def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
-         formats: set[str] | None = None, narrow: bool = False, tokens: set[int] | None = None) -> int:
+         formats: set[str] | None = None, narrow: bool = False, tokens: set[int] | None = None,
+         one_stage_only: bool = False) -> int:
     dev = torch.device("cuda")
     gpu = gpu_dirname(torch.cuda.get_device_name(dev))
     path = Path(out_dir) / gpu / "sparse_mla.json"
@@ -77,7 +83,7 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
                 base = measure(spec, entry.config, b)
                 best, best_cfg, tried = base.time_us if base.ok else float("inf"), entry.config, 1
                 line = f"{key} T={b}: shipped {config_label(entry.config)} {base.time_us:.1f} us"
-                candidates = [] if remeasure else narrow_configs(spec, entry.config, b) if narrow \
+                candidates = [] if remeasure else narrow_configs(spec, entry.config, b, one_stage_only) if narrow \
                     else gluon_configs(entry.config)
                 for cfg in candidates:
                     m = measure(spec, cfg, b)
@@ -112,7 +118,8 @@ if __name__ == "__main__":
     ap.add_argument("--formats", default="", help="comma-separated kv formats (default: all)")
     ap.add_argument("--narrow", action="store_true", help="try the narrow Gluon kernel (<= 32 heads)")
     ap.add_argument("--tokens", default="", help="comma-separated bucket token counts (default: all)")
+    ap.add_argument("--one-stage", action="store_true", help="with --narrow: only the one-stage candidates")
     a = ap.parse_args()
     sys.exit(main(a.out_dir, a.remeasure, {int(h) for h in a.heads.split(",") if h} or None,
                   {f for f in a.formats.split(",") if f} or None, a.narrow,
-                  {int(t) for t in a.tokens.split(",") if t} or None))
+                  {int(t) for t in a.tokens.split(",") if t} or None, a.one_stage))

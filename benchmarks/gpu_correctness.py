@@ -4,7 +4,7 @@ unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf to
 cache, LSE, split-K and direct write, each with and without p_exchange (P through the per-program
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
-`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's), e.g.
+`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases), e.g.
 `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
 import os
@@ -19,22 +19,23 @@ from helpers import FORMAT_CASES, make_cache, poison_unreferenced, random_indice
 
 dev = torch.device("cuda")
 failed = []
-# (splits, features, p_exchange, gluon, heads, block_h, num_warps)
-TRITON_CASES = [(s, f, px, False, 128, 64, 8) for s in (1, 4) for f in ("plain", "sink+extra+lse")
+# (splits, features, p_exchange, gluon, heads, block_h, num_warps, num_stages)
+TRITON_CASES = [(s, f, px, False, 128, 64, 8, 2) for s in (1, 4) for f in ("plain", "sink+extra+lse")
                 for px in (False, True)]
 # The wide Gluon kernel at 128 heads, and at 32 and 16 (one 64-row block with the rest masked); the
 # narrow one (heads as wgmma's N) at 16, 32 and 24 heads (two 16-head blocks, the second half masked),
-# with one loading warp group or (fp8) two.
-GLUON_CASES = [(s, f, False, True, h, bh, w) for h, bh, w in ((128, 64, 8), (32, 64, 8), (16, 64, 8), (16, 16, 8),
-                                                              (32, 32, 8), (24, 16, 8), (16, 16, 12), (32, 32, 12))
-               for s in (1, 4) for f in ("plain", "sink+lse")]
-only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow")]
-kernel_cases = [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
+# with one loading warp group or (fp8) two, and 16-head programs with one stage (two per SM).
+GLUON_CASES = [(s, f, False, True, h, bh, w, st) for h, bh, w, st in (
+    (128, 64, 8, 2), (32, 64, 8, 2), (16, 64, 8, 2), (16, 16, 8, 2), (32, 32, 8, 2), (24, 16, 8, 2), (16, 16, 12, 2),
+    (32, 32, 12, 2), (16, 16, 8, 1), (24, 16, 8, 1)) for s in (1, 4) for f in ("plain", "sink+lse")]
+only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1")]
+kernel_cases = [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
+    else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
     else GLUON_CASES if "gluon" in sys.argv[1:] else TRITON_CASES + GLUON_CASES
 for case, (fmt, d_qk, page) in FORMAT_CASES.items():
     if only and case not in only:
         continue
-    for splits, features, px, gl, H, bh, warps in kernel_cases:
+    for splits, features, px, gl, H, bh, warps, stages in kernel_cases:
         if warps == 12 and fmt == "auto":
             continue  # two loading warp groups: fp8 caches only
         gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
@@ -65,14 +66,14 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         q = torch.randn(T, H, d_qk, generator=gen).bfloat16()
         out, lse = sparsemla.sparse_mla(q.to(dev), cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5, kv_format=fmt,
                                         topk_length=tl_.to(dev), return_lse=True, backend="triton",
-                                        config=Config(bh, 64, splits, warps, 2, p_exchange=px, gluon=gl), **kw, **extra)
+                                        config=Config(bh, 64, splits, warps, stages, p_exchange=px, gluon=gl), **kw, **extra)
         ref, rlse = reference64(q, deq, idx, d_qk ** -0.5, 512, topk_length=tl_, sink=sink, **x)
         err = rel_err(out.cpu(), ref)
         fin = torch.isfinite(rlse)
         lerr = (lse.cpu().double()[fin] - rlse[fin]).abs().max().item()
         ok = (torch.isfinite(out).all().item() and err < 1e-2 and lerr < 2e-2
               and torch.equal(torch.isfinite(lse.cpu()), fin))
-        kern = 'px' if px else f'gl h{bh} w{warps}' if gl else '  '
+        kern = 'px' if px else f'gl h{bh} w{warps}' + (' st1' if stages == 1 else '') if gl else '  '
         print(f"{case:14s} H={H:3d} splits={splits} {features:15s} {kern:11s} rel err {err:.2e} "
               f"lse err {lerr:.1e} {'ok' if ok else 'FAIL'}")
         if not ok:

@@ -128,7 +128,8 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
         from triton.experimental.gluon._runtime import GluonASTSource
         fn, source = mod.sparse_mla_fwd_gluon, GluonASTSource
         constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True}
-        options = {"num_warps": mod.NUM_WARPS.value}
+        from .gluon import gluon_launch_options
+        options = gluon_launch_options(mod)
     else:
         fn, source = getattr(mod, kernel), ASTSource
         constexprs = {"BLOCK_H": config.block_h, "BLOCK_N": config.block_n,

@@ -8,7 +8,8 @@ Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` wi
 - 16 or 32 (narrow, session 14): for TP-sharded heads the 64 keys of a tile are wgmma's M and the
   heads its N (S^T = K Q^T, O^T = V^T P^T), so no MMA row is padding; one warp group computes, one
   gathers (bf16, cp.async) or dequantizes (fp8), or two dequantize alternate tiles
-  (``num_warps=12``).
+  (``num_warps=12``). With ``num_stages=1`` (session 16) a program has one stage and at most 128
+  registers per thread, so two programs share an SM and each one's waits hide under the other's work.
 Split-K partials are merged by the Triton module's combine kernel.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .spec import KernelSpec
 # computing warps (an fp8 cache's kernel has a dequantizing warp group besides), the narrow kernel's
 # warps in all (4 compute, 4 or 8 load).
 _COMMON = dict(block_n=64, num_stages=2, index_prefetch=False, p_exchange=False, l2_prefetch=0)
-_NARROW = dict(_COMMON, num_warps=(8, 12))
+_NARROW = dict(_COMMON, num_warps=(8, 12), num_stages=(2, 1))
 FIXED = {64: dict(_COMMON, num_warps=(8,)), 32: _NARROW, 16: _NARROW}
 
 
@@ -53,7 +54,18 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
                 f" with gluon=True and block_h={config.block_h} (the Gluon kernel's fixed tiling)"
     if config.num_warps == 12 and spec.kv_format == "auto":
         return "num_warps", "8 with a bf16 cache (two dequantizing warp groups are for fp8 caches)"
+    if config.num_stages == 1 and (config.num_warps, config.block_h) != (8, 16):
+        return "num_stages", ("2 unless block_h=16 and num_warps=8 (two programs per SM leave registers for one "
+                              "loading warp group, and shared memory for 16 heads' Q)")
     return "", ""
+
+
+def gluon_launch_options(gmod) -> dict:
+    """A rendered Gluon module's launch options: its warps, and its register limit where it sets one."""
+    opts = dict(num_warps=gmod.NUM_WARPS.value)
+    if getattr(gmod, "MAX_REGS", None) is not None and gmod.MAX_REGS.value:
+        opts["maxnreg"] = gmod.MAX_REGS.value
+    return opts
 
 
 @dataclass(frozen=True)
@@ -64,32 +76,42 @@ class GluonKernel:
     spec: KernelSpec
     block_h: int = 64
     loaders: int = 1  # the narrow kernel's warp groups that dequantize (fp8) or gather (bf16)
+    stages: int = 2  # the narrow kernel's stages (1: two programs per SM)
     template = "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
         why = unsupported(self.spec)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key}: {why}")
-        if self.block_h not in FIXED or self.loaders not in (1, 2) or (self.block_h == 64 and self.loaders != 1):
+        if self.block_h not in FIXED or self.loaders not in (1, 2) or self.stages not in (1, 2) \
+                or (self.block_h == 64 and (self.loaders, self.stages) != (1, 2)) \
+                or (self.stages == 1 and (self.loaders, self.block_h) != (1, 16)):
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
-                             f"loaders={self.loaders}: expected block_h 64 (loaders 1), 32 or 16 (loaders 1 or 2)")
+                             f"loaders={self.loaders}, stages={self.stages}: expected block_h 64 (loaders 1, "
+                             "stages 2), 32 or 16 (loaders 1 or 2, stages 2), 16 (loaders 1, stages 1)")
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config) -> "GluonKernel":
-        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1)
+        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
 
     @property
     def narrow(self) -> bool:
         return self.block_h < 64
 
     @property
+    def _suffix(self) -> str:
+        if not self.narrow:
+            return ""
+        return f"h{self.block_h}_l{self.loaders}" + ("_s1" if self.stages == 1 else "")
+
+    @property
     def key(self) -> str:
-        return self.spec.key + "-gluon" + (f"-h{self.block_h}-l{self.loaders}" if self.narrow else "")
+        return self.spec.key + "-gluon" + ("-" + self._suffix.replace("_", "-") if self.narrow else "")
 
     @property
     def module_name(self) -> str:
-        return self.spec.module_name + "_gluon" + (f"_h{self.block_h}_l{self.loaders}" if self.narrow else "")
+        return self.spec.module_name + "_gluon" + ("_" + self._suffix if self.narrow else "")
 
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
-                    loaders=self.loaders)
+                    loaders=self.loaders, stages=self.stages)

@@ -16,7 +16,7 @@ import os
 
 import torch
 
-from sparsemla.gen.gluon import GluonKernel
+from sparsemla.gen.gluon import GluonKernel, gluon_launch_options
 from sparsemla.gen.render import interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
@@ -25,10 +25,6 @@ from .kvcache import KVCacheView
 _workspaces: dict = {}
 # SPARSEMLA_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (to rule the direct launcher out).
 _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
-# The combine kernel is launched as a programmatic dependent of the attention kernel (PDL, sm90 and
-# later): its launch overlaps the attention kernel's tail, and it waits on the grid dependency before
-# it reads the partials. SPARSEMLA_PDL=0 launches it plainly, after the attention kernel.
-_PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -211,7 +207,7 @@ class TritonLaunch:
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config))
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd, dict(SPLIT_K=S > 1),
-                               dict(num_warps=gmod.NUM_WARPS.value), q.device)
+                               gluon_launch_options(gmod), q.device)
         else:
             self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
                                dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
@@ -233,11 +229,9 @@ class TritonLaunch:
         comb.fixed(*lse_strides, H)
         s_p2 = next_pow2(S)
         block_dv = max(16, min(spec.d_v, 8192 // s_p2))
-        pdl = _PDL and self.device.type == "cuda" and not interpreting() \
-            and torch.cuda.get_device_capability(self.device)[0] >= 9
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
-                               dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl),
-                               dict(num_warps=4, launch_pdl=pdl) if pdl else dict(num_warps=4), self.device)
+                               dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv), dict(num_warps=4),
+                               self.device)
 
     def _attach_workspace(self) -> None:
         """Point the workspace arguments at the shared buffer (again, after a launch grew it)."""

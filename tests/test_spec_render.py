@@ -136,10 +136,20 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
         assert n.check(KernelSpec(kv_format=fmt, num_heads=16)) is n
     unit = GluonKernel.for_config(KernelSpec(), Config(16, 64, 2, 12, 2, gluon=True))
     assert unit.key == KernelSpec().key + "-gluon-h16-l2" and unit.narrow and unit.loaders == 2
+    # 16 heads with one stage: two programs per SM, the register limit set at launch
+    one = Config(16, 64, 1, 8, 1, gluon=True)
+    assert one.check(KernelSpec(kv_format="fp8_e4m3", num_heads=16)) is one
+    unit = GluonKernel.for_config(KernelSpec(), one)
+    assert unit.key == KernelSpec().key + "-gluon-h16-l1-s1" and unit.module_name.endswith("_gluon_h16_l1_s1")
+    from sparsemla.gen.gluon import gluon_launch_options
+    assert gluon_launch_options(load_module(unit)) == dict(num_warps=4, maxnreg=128)
+    assert gluon_launch_options(load_module(GluonKernel(KernelSpec(), 16))) == dict(num_warps=4)
     for cfg, field, expected in ((Config(32, 64, 1, 12, 2, gluon=True), "num_warps", "8 with a bf16 cache"),
                                  (Config(16, 64, 1, 4, 2, gluon=True), "num_warps", r"one of \(8, 12\)"),
                                  (Config(128, 64, 1, 8, 2, gluon=True), "block_h", r"one of \[16, 32, 64\]"),
-                                 (Config(64, 64, 1, 12, 2), "num_warps", r".*\(or 12 with gluon=True\)")):
+                                 (Config(64, 64, 1, 12, 2), "num_warps", r".*\(or 12 with gluon=True\)"),
+                                 (Config(32, 64, 1, 8, 1, gluon=True), "num_stages", "2 unless block_h=16"),
+                                 (Config(64, 64, 1, 8, 1, gluon=True), "num_stages", "2 with gluon=True")):
         with pytest.raises(ValueError, match=f"Config.{field}=.*expected {expected}"):
             cfg.check(KernelSpec())
     with pytest.raises(ValueError, match="no Gluon kernel for"):
