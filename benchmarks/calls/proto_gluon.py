@@ -1,6 +1,6 @@
 """Issue 7 experiment (session 12): Gluon sm90 bf16 prototypes on the H200 (gluon_split.py, FlashInfer's
-split with a clock64 profile, and gluon_n32.py; session 12's first prototypes, gluon_kernel.py and
-gluon_ws.py, are in git history: benchmarks/calls/README.md).
+split with a clock64 profile; session 12's first prototypes, gluon_kernel.py and gluon_ws.py, and
+gluon_n32.py, timed in session 16 and removed, are in git history: benchmarks/calls/README.md).
 
 1. Correctness of every variant against the fp32 reference: unreferenced slots NaN, -1 and
    out-of-range slots, topk_length (one row 0), +/-inf sinks, LSE, a non-contiguous q, and the
@@ -18,7 +18,6 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gluon_n32 as gn32  # noqa: E402
 import gluon_split as gsp  # noqa: E402
 
 import sparsemla  # noqa: E402
@@ -28,9 +27,9 @@ from sparsemla.bench import FlashInferAnchor, FORMATS, graph_time_us, rotations 
 DEV = torch.device("cuda")
 TOPK = 2048
 VARIANTS = {  # name: ("split", registers of group A, whole-tile gather, L2 prefetch of tile j+2) for
-    # gluon_split.py, or ("n32",) for gluon_n32.py (session 13's first candidate). The "shipped" column
-    # is sparse_mla through the installed table (the Gluon template for these rows since session 12).
-    "n32 ov": ("n32",),
+    # gluon_split.py. The "triton" column is sparse_mla through the installed table (the Gluon template
+    # for these rows since session 12).
+    "split": ("split", 232, False, False),
 }
 PHASES = {0: "A wait free", 1: "A free+gather", 2: "A wait P", 3: "A P.V", 8: "B wait ready", 9: "B S",
           10: "B softmax", 11: "B P out", 12: "B P.V+free"}
@@ -47,16 +46,7 @@ def launch(variant, q, kv, idx, sm_scale, *, topk_len=None, sink=None, out=None,
         o_part = torch.empty(T, H, splits, 512, device=DEV, dtype=torch.float32)
         lse_part = torch.empty(T, H, splits, device=DEV, dtype=torch.float32)
     grid = (T * splits * (H // 64),)
-    if kind[0] == "n32":
-        sink_t = sink if sink is not None else torch.full((H,), -math.inf, device=DEV)
-        lse_t = lse if lse is not None else torch.empty(T, H, device=DEV)
-        gn32.sparse_mla_fwd_gluon[grid](
-            q, q.stride(0), q.stride(1), q.stride(2), kv, kv.stride(0), kv.stride(0), kv.shape[0],
-            idx, idx.stride(0), idx.stride(1), topk_len if topk_len is not None else idx, 1.0, sink_t,
-            out, out.stride(0), out.stride(1), out.stride(2), lse_t, lse_t.stride(0), lse_t.stride(1),
-            o_part, lse_part, sm_scale, H, splits, HAS_TOPK_LEN=topk_len is not None, SPLIT_K=splits > 1,
-            num_warps=4)
-    else:  # "split"
+    if kind[0] == "split":
         gsp.sparse_mla_sm90_split_bf16[grid](
             q, q.stride(0), q.stride(1), kv, kv.stride(0), kv.shape[0], idx, idx.stride(0),
             topk_len if topk_len is not None else idx, sink if sink is not None else dummy,
