@@ -16,7 +16,8 @@ the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 --remeasure: after a change to the Gluon template, only re-time (and re-check) the entries that
 already run it, at their split count, and rewrite them with the new times. --narrow (session 14): the
 candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; specs with at most
-32 heads; 32 heads also as two 16-head programs with a bf16 cache) at the shipped split count, half
+32 heads, and with more at T=1 as 16-head programs with 8, 16 or 32 splits; 32 heads also as two
+16-head programs with a bf16 cache) at the shipped split count, half
 and double it (and 1 from 64 tokens up), with one loading warp group and, for fp8 caches, two; 16-head
 programs also with one stage, two programs per SM (session 16; --one-stage: only those).
 --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as
@@ -48,7 +49,10 @@ def gluon_configs(shipped: Config) -> list[Config]:
 
 def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_only: bool = False) -> list[Config]:
     if spec.num_heads > 32:
-        return []
+        # At T=1, 16-head programs write a quarter of the wide kernel's partials (session 16: bf16
+        # H=128 12.1 us with 16 splits against 14.4 us)
+        return [Config(16, 64, n, 8, 2, gluon=True) for n in (8, 16, 32)] if tokens == 1 and not one_stage_only \
+            else []
     # 32 heads also as two 16-head programs with a bf16 cache (fp8 tries its two loader counts instead)
     bf16 = spec.kv_format == "auto"
     block_hs = (16,) if spec.num_heads <= 16 else (32, 16) if bf16 else (32,)
