@@ -15,11 +15,11 @@ the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 
 --remeasure: after a change to the Gluon template, only re-time (and re-check) the entries that
 already run it, at their split count, and rewrite them with the new times. --narrow (session 14): the
-candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; specs with at most
-32 heads, and with more at T=1 as 16-head programs with 8, 16 or 32 splits; 32 heads also as two
-16-head programs with a bf16 cache) at the shipped split count, half
-and double it (and 1 from 64 tokens up), with one loading warp group and, for fp8 caches, two; 16-head
-programs also with one stage, two programs per SM (session 16; --one-stage: only those).
+candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; 32 heads also as
+two 16-head programs with a bf16 cache) at the shipped split count, half and double it (and 1 from 64
+tokens up), with one loading warp group and, for fp8 caches, two; 16-head programs also with one
+stage, two programs per SM (session 16; --one-stage: only those). Specs with more than 32 heads get
+16-head programs at T=1 only, with 8, 16 or 32 splits (session 16).
 --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as
 fp8_e4m3-qk576), and the buckets of these token counts (default: all). Winners are written as they
 are found, so a run cut short keeps them.

@@ -63,6 +63,7 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
 def gluon_launch_options(gmod) -> dict:
     """A rendered Gluon module's launch options: its warps, and its register limit where it sets one."""
     opts = dict(num_warps=gmod.NUM_WARPS.value)
+    # (getattr: benchmarks/ptx_same.py compiles modules rendered from older templates, without MAX_REGS)
     if getattr(gmod, "MAX_REGS", None) is not None and gmod.MAX_REGS.value:
         opts["maxnreg"] = gmod.MAX_REGS.value
     return opts
@@ -99,18 +100,19 @@ class GluonKernel:
         return self.block_h < 64
 
     @property
-    def _suffix(self) -> str:
+    def _variant(self) -> list[str]:
+        """What sets this variant apart, as name parts ([] for the wide kernel)."""
         if not self.narrow:
-            return ""
-        return f"h{self.block_h}_l{self.loaders}" + ("_s1" if self.stages == 1 else "")
+            return []
+        return [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
 
     @property
     def key(self) -> str:
-        return self.spec.key + "-gluon" + ("-" + self._suffix.replace("_", "-") if self.narrow else "")
+        return "-".join([self.spec.key + "-gluon"] + self._variant)
 
     @property
     def module_name(self) -> str:
-        return self.spec.module_name + "_gluon" + ("_" + self._suffix if self.narrow else "")
+        return "_".join([self.spec.module_name + "_gluon"] + self._variant)
 
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
