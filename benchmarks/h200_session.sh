@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Session 16's fifth device call on the H200, for issue 7: the narrow kernel (two stages, one or two
-# dequantizing groups, and one stage) for the fp8 formats at 16 heads and T=4, 16 (only T >= 64 had been
-# tried), then those rows benched with the winners overlaid on the installed table.
+# Prepared at the end of session 16, not yet run (the session's device time was spent): the one-stage
+# narrow variant with d_qk 512 (fp8 NoPE, model1), whose S is now computed in two 256-deep halves
+# (0 B spilled, was 56-176 B): GPU correctness of every one-stage case, then put against the shipped
+# entries at 16 heads and benched with the winners overlaid on the installed table.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-mkdir -p "$OUT/select5"
-timeout 190 python3 benchmarks/gluon_select.py "$OUT/select5" --narrow --heads 16 --tokens 4,16 \
-  --formats fp8_e4m3,fp8_ds_mla,model1 > "$OUT/gluon_select5.log" 2>&1
-echo "== gluon_select rc=$?"; grep "T=\|written\|winner" "$OUT/gluon_select5.log" | cut -c1-330
-bench_within 110 "$OUT/select5" "fp8 16 4,16" "fp8_ds_mla 16 4,16" "model1 16 4,16" "fp8_nope 16 4,16"
+timeout 90 python3 benchmarks/gpu_correctness.py st1 > "$OUT/gpu_correctness.log" 2>&1
+echo "== correctness rc=$?"; grep -c " ok$" "$OUT/gpu_correctness.log"; grep -i "fail\|error\|Trace" "$OUT/gpu_correctness.log" | head
+mkdir -p "$OUT/select"
+timeout 200 python3 benchmarks/gluon_select.py "$OUT/select" --narrow --one-stage --heads 16 \
+  --formats fp8_e4m3-qk512,model1 > "$OUT/gluon_select.log" 2>&1
+echo "== gluon_select rc=$?"; grep "T=\|written\|winner" "$OUT/gluon_select.log" | cut -c1-330
+bench_within 150 "$OUT/select" "fp8_nope 16 4,16,64,128,256" "model1 16 4,16,64,128,256"
 pack_out
