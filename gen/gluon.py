@@ -78,6 +78,9 @@ class GluonKernel:
     block_h: int = 64
     loaders: int = 1  # the narrow kernel's warp groups that dequantize (fp8) or gather (bf16)
     stages: int = 2  # the narrow kernel's stages (1: two programs per SM)
+    # The computing warp group loads Q once the partitions run, so the loading groups start at once
+    # (session 16's candidate for small T; no Config selects it yet: benchmarks/calls/q_by_compute.py)
+    q_by_compute: bool = False
     template = "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
@@ -101,10 +104,11 @@ class GluonKernel:
 
     @property
     def _variant(self) -> list[str]:
-        """What sets this variant apart, as name parts ([] for the wide kernel)."""
-        if not self.narrow:
-            return []
-        return [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
+        """What sets this variant apart, as name parts ([] for the wide kernel as the tables run it)."""
+        parts = []
+        if self.narrow:
+            parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
+        return parts + (["qc"] if self.q_by_compute else [])
 
     @property
     def key(self) -> str:
@@ -116,4 +120,4 @@ class GluonKernel:
 
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
-                    loaders=self.loaders, stages=self.stages)
+                    loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute)
