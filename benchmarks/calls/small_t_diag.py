@@ -39,13 +39,11 @@ def time_parts(sets, cfg):
         try:
             calls[0]()
             launch = prepared_launch()
+            if mode != "full" and launch.combine is None:
+                continue  # no split-K: nothing to take apart
             if mode == "fwd":
-                if launch.combine is None:
-                    continue
                 launch.combine = None
             elif mode == "combine":
-                if launch.combine is None:
-                    continue
                 launch.fwd = lambda vals: None
             res[mode] = time_calls(calls)[0]
         except Exception as e:  # noqa: BLE001 (report and go on)
