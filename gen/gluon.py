@@ -54,10 +54,22 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
                 f" with gluon=True and block_h={config.block_h} (the Gluon kernel's fixed tiling)"
     if config.num_warps == 12 and spec.kv_format == "auto":
         return "num_warps", "8 with a bf16 cache (two dequantizing warp groups are for fp8 caches)"
-    if config.num_stages == 1 and (config.num_warps, config.block_h) != (8, 16):
-        return "num_stages", ("2 unless block_h=16 and num_warps=8 (two programs per SM leave registers for one "
-                              "loading warp group, and shared memory for 16 heads' Q)")
+    why = _tiling_problem(config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
+    if why:  # (FIXED holds the wide kernel to its tiling, so only the stage rule is left)
+        return "num_stages", f"2 unless {why}"
     return "", ""
+
+
+def _tiling_problem(block_h: int, loaders: int, stages: int) -> str:
+    """What a tiling (heads per program, loading warp groups, stages) lacks ("" if the template has it)."""
+    if block_h not in FIXED or loaders not in (1, 2) or stages not in (1, 2):
+        return "block_h 16, 32 or 64, loaders 1 or 2, stages 1 or 2"
+    if block_h == 64 and (loaders, stages) != (1, 2):
+        return "block_h 64 has one loading warp group and two stages"
+    if stages == 1 and (loaders, block_h) != (1, 16):
+        return ("block_h=16 and one loading warp group, num_warps=8 (two programs per SM leave registers "
+                "for one, and shared memory for 16 heads' Q)")
+    return ""
 
 
 def gluon_launch_options(gmod) -> dict:
@@ -87,12 +99,10 @@ class GluonKernel:
         why = unsupported(self.spec)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key}: {why}")
-        if self.block_h not in FIXED or self.loaders not in (1, 2) or self.stages not in (1, 2) \
-                or (self.block_h == 64 and (self.loaders, self.stages) != (1, 2)) \
-                or (self.stages == 1 and (self.loaders, self.block_h) != (1, 16)):
+        why = _tiling_problem(self.block_h, self.loaders, self.stages)
+        if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
-                             f"loaders={self.loaders}, stages={self.stages}: expected block_h 64 (loaders 1, "
-                             "stages 2), 32 or 16 (loaders 1 or 2, stages 2), 16 (loaders 1, stages 1)")
+                             f"loaders={self.loaders}, stages={self.stages}: expected {why}")
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config) -> "GluonKernel":

@@ -154,6 +154,11 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
             cfg.check(KernelSpec())
     with pytest.raises(ValueError, match="no Gluon kernel for"):
         GluonKernel(KernelSpec(compute_dtype="fp16"))
+    for bh, loaders, stages, expected in ((32, 1, 1, "block_h=16 and one loading warp group"),
+                                          (16, 2, 1, "block_h=16 and one loading warp group"),
+                                          (64, 2, 2, "block_h 64 has one loading warp group")):
+        with pytest.raises(ValueError, match=f"loaders={loaders}, stages={stages}: expected {expected}"):
+            GluonKernel(KernelSpec(), bh, loaders, stages)
     # The module renders and imports on any machine (its spec key names it); it runs on an sm90 GPU
     # only, so under Triton's interpreter a gluon config is refused with a clear error.
     spec = KernelSpec(num_heads=64, page_size=16, has_sink=True)
