@@ -90,15 +90,20 @@ class GluonKernel:
     block_h: int = 64
     loaders: int = 1  # the narrow kernel's warp groups that dequantize (fp8) or gather (bf16)
     stages: int = 2  # the narrow kernel's stages (1: two programs per SM)
-    # The computing warp group loads Q once the partitions run, so the loading groups start at once
-    # (session 16's candidate for small T; no Config selects it yet: benchmarks/calls/q_by_compute.py)
-    q_by_compute: bool = False
+    # Where Q is loaded: by the computing warp group once the partitions run, so the loading groups
+    # start at once (True), or by its warps before the partitions start (False). None: the rule
+    # measured in session 17 (benchmarks/results/session17/README.md): the computing group for an fp8
+    # cache or the narrow kernel (1.01-1.18x faster, bf16 narrow T=128 0.99x), before the partitions
+    # for the wide kernel with a bf16 cache (0.94-0.99x with the computing group).
+    q_by_compute: bool | None = None
     template = "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
         why = unsupported(self.spec)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key}: {why}")
+        if self.q_by_compute is None:
+            object.__setattr__(self, "q_by_compute", self.spec.kv_format != "auto" or self.narrow)
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "

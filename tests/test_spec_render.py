@@ -135,12 +135,16 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
         n = Config(bh, 64, 2, w, 2, gluon=True)
         assert n.check(KernelSpec(kv_format=fmt, num_heads=16)) is n
     unit = GluonKernel.for_config(KernelSpec(), Config(16, 64, 2, 12, 2, gluon=True))
-    assert unit.key == KernelSpec().key + "-gluon-h16-l2" and unit.narrow and unit.loaders == 2
+    # (Q loaded by the computing warp group: the narrow kernel and fp8 caches, session 17's rule)
+    assert unit.key == KernelSpec().key + "-gluon-h16-l2-qc" and unit.narrow and unit.loaders == 2
+    assert GluonKernel(KernelSpec()).key == KernelSpec().key + "-gluon"
+    assert GluonKernel(KernelSpec(kv_format="fp8_e4m3")).key == KernelSpec(kv_format="fp8_e4m3").key + "-gluon-qc"
+    assert GluonKernel(KernelSpec(), 16, q_by_compute=False).key == KernelSpec().key + "-gluon-h16-l1"
     # 16 heads with one stage: two programs per SM, the register limit set at launch
     one = Config(16, 64, 1, 8, 1, gluon=True)
     assert one.check(KernelSpec(kv_format="fp8_e4m3", num_heads=16)) is one
     unit = GluonKernel.for_config(KernelSpec(), one)
-    assert unit.key == KernelSpec().key + "-gluon-h16-l1-s1" and unit.module_name.endswith("_gluon_h16_l1_s1")
+    assert unit.key == KernelSpec().key + "-gluon-h16-l1-s1-qc" and unit.module_name.endswith("_gluon_h16_l1_s1_qc")
     from sparsemla.gen.gluon import gluon_launch_options
     assert gluon_launch_options(load_module(unit)) == dict(num_warps=4, maxnreg=128)
     assert gluon_launch_options(load_module(GluonKernel(KernelSpec(), 16))) == dict(num_warps=4)
