@@ -1,20 +1,17 @@
 #!/usr/bin/env bash
-# Prepared at the end of session 16, not yet run (the session's device time was spent): the one-stage
-# narrow variant with d_qk 512 (fp8 NoPE, model1), whose S is now computed in two 256-deep halves
-# (0 B spilled, was 56-176 B): GPU correctness of every one-stage case, then put against the shipped
-# entries at 16 heads and benched with the winners overlaid on the installed table; then the
-# q_by_compute candidate (Q loaded by the computing warp group) against the shipped Gluon entries.
+# Session 17 call 2: the Gluon kernels now load Q in the computing warp group for fp8 caches and the
+# narrow kernel (gen/gluon.py's rule, from call 1's q_by_compute.py). GPU correctness of every Gluon
+# case in every format, then the bench rows whose entries use those kernels, beside FlashInfer, in
+# order of issue 7's rows first (a cut-off keeps the rows before it; the rest go to the next call).
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-timeout 80 python3 benchmarks/gpu_correctness.py st1 > "$OUT/gpu_correctness.log" 2>&1
+timeout 170 python3 benchmarks/gpu_correctness.py fp8_576 ds_mla model1_p64 fp8_nope512 auto576 gluon \
+  > "$OUT/gpu_correctness.log" 2>&1
 echo "== correctness rc=$?"; grep -c " ok$" "$OUT/gpu_correctness.log"; grep -i "fail\|error\|Trace" "$OUT/gpu_correctness.log" | head
-mkdir -p "$OUT/select"
-timeout 170 python3 benchmarks/gluon_select.py "$OUT/select" --narrow --one-stage --heads 16 \
-  --formats fp8_e4m3-qk512,model1 > "$OUT/gluon_select.log" 2>&1
-echo "== gluon_select rc=$?"; grep "T=\|written\|winner" "$OUT/gluon_select.log" | cut -c1-330
-bench_within 120 "$OUT/select" "fp8_nope 16 4,16,64,128,256" "model1 16 4,16,64,128,256"
-timeout 160 python3 benchmarks/calls/q_by_compute.py > "$OUT/q_by_compute.log" 2>&1
-echo "== q_by_compute rc=$?"; grep "^| " "$OUT/q_by_compute.log" | sort -u
+bench_within 390 "" "fp8 128 1,4,16,32,64,128,256" "fp8 16 16,64,128,256" "fp8_ds_mla 128 4,16,32,64,128,256" \
+  "fp8_ds_mla 16 1,4,16,64,128,256" "model1 128 1,4,16,32,64,128,256" "model1 16 1,4,16,64,128,256" \
+  "bf16 128 1" "bf16_nope 128 1" "bf16 64 1" "bf16_nope 64 1" "fp8_nope 128 4,16,64,128,256" \
+  "fp8_nope 16 16,64,128,256" "bf16 16 16,64,128,256" "bf16_nope 16 16,64,128,256"
 pack_out
