@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# Session 17 call 2: the Gluon kernels now load Q in the computing warp group for fp8 caches and the
-# narrow kernel (gen/gluon.py's rule, from call 1's q_by_compute.py). GPU correctness of every Gluon
-# case in every format, then the bench rows whose entries use those kernels, beside FlashInfer, in
-# order of issue 7's rows first (a cut-off keeps the rows before it; the rest go to the next call).
+# Session 17 call 3: the wide Gluon kernel's pv2 variant (bf16, num_warps 12: S and the softmax in one
+# warp group, two output groups that gather their half of each tile). GPU correctness of its cases,
+# its two Q placements at three rows, then put against the shipped bf16 entries at 128 and 64 heads
+# (gluon_select --pv2) and the bf16 rows benched with the winners overlaid on the installed table.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-timeout 170 python3 benchmarks/gpu_correctness.py fp8_576 ds_mla model1_p64 fp8_nope512 auto576 gluon \
-  > "$OUT/gpu_correctness.log" 2>&1
+timeout 70 python3 benchmarks/gpu_correctness.py auto576 auto_nope512 pv2 > "$OUT/gpu_correctness.log" 2>&1
 echo "== correctness rc=$?"; grep -c " ok$" "$OUT/gpu_correctness.log"; grep -i "fail\|error\|Trace" "$OUT/gpu_correctness.log" | head
-bench_within 390 "" "fp8 128 1,4,16,32,64,128,256" "fp8 16 16,64,128,256" "fp8_ds_mla 128 4,16,32,64,128,256" \
-  "fp8_ds_mla 16 1,4,16,64,128,256" "model1 128 1,4,16,32,64,128,256" "model1 16 1,4,16,64,128,256" \
-  "bf16 128 1" "bf16_nope 128 1" "bf16 64 1" "bf16_nope 64 1" "fp8_nope 128 4,16,64,128,256" \
-  "fp8_nope 16 16,64,128,256" "bf16 16 16,64,128,256" "bf16_nope 16 16,64,128,256"
+timeout 70 python3 benchmarks/calls/q_by_compute.py --pv2 > "$OUT/pv2_q.log" 2>&1
+echo "== pv2 Q placement rc=$?"; grep "^| " "$OUT/pv2_q.log" | sort -u
+mkdir -p "$OUT/select"
+for args in "auto-qk576 128 4,16,32,64,128,256,4096 170" "auto-qk576 64 16,64,128,256,4096 90" \
+            "auto-qk512 128 16,64,128,256,4096 80"; do
+  set -- $args
+  timeout $4 python3 benchmarks/gluon_select.py "$OUT/select" --pv2 --formats $1 --heads $2 --tokens $3 \
+    >> "$OUT/gluon_select.log" 2>&1
+  echo "== gluon_select $1 H=$2 rc=$?"
+done
+grep "T=\|written\|winner" "$OUT/gluon_select.log" | cut -c1-300
+bench_within 110 "$OUT/select" "bf16 128 32,128,4096,16,64,256" "bf16 64 128,4096"
 pack_out
