@@ -19,7 +19,7 @@ candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program
 two 16-head programs with a bf16 cache) at the shipped split count, half and double it (and 1 from 64
 tokens up), with one loading warp group and, for fp8 caches, two; 16-head programs also with one
 stage, two programs per SM (session 16; --one-stage: only those). Specs with more than 32 heads get
-16-head programs at T=1 only, with 8, 16 or 32 splits (session 16).
+16-head programs at T=1 only, with 8, 16 or 32 splits (session 16), and with one stage 16 or 32.
 --pv2 (session 17): the candidates are the wide kernel with two output warp groups beside S's
 (``num_warps=12``, bf16 caches only) at the shipped split count, half and double it.
 --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as
@@ -53,9 +53,11 @@ def gluon_configs(shipped: Config, num_warps: int = 8) -> list[Config]:
 def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_only: bool = False) -> list[Config]:
     if spec.num_heads > 32:
         # At T=1, 16-head programs write a quarter of the wide kernel's partials (session 16: bf16
-        # H=128 12.1 us with 16 splits against 14.4 us)
-        return [Config(16, 64, n, 8, 2, gluon=True) for n in (8, 16, 32)] if tokens == 1 and not one_stage_only \
-            else []
+        # H=128 12.1 us with 16 splits against 14.4 us); with one stage two share an SM (session 17)
+        if tokens != 1:
+            return []
+        one = [Config(16, 64, n, 8, 1, gluon=True) for n in (16, 32)]
+        return one if one_stage_only else [Config(16, 64, n, 8, 2, gluon=True) for n in (8, 16, 32)] + one
     # 32 heads also as two 16-head programs with a bf16 cache (fp8 tries its two loader counts instead)
     bf16 = spec.kv_format == "auto"
     block_hs = (16,) if spec.num_heads <= 16 else (32, 16) if bf16 else (32,)
