@@ -9,7 +9,7 @@ correct one wins. A Gluon winner's entry gets
 FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
 the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 
-  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure | --narrow [--one-stage] | --pv2] [--heads 16,32]
+  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure | --narrow [--one-stage]] [--heads 16,32]
                                       [--formats model1,fp8_ds_mla] [--tokens 128,256]
   (on the GPU, after pip install .)
 
@@ -20,8 +20,6 @@ two 16-head programs with a bf16 cache) at the shipped split count, half and dou
 tokens up), with one loading warp group and, for fp8 caches, two; 16-head programs also with one
 stage, two programs per SM (session 16; --one-stage: only those). Specs with more than 32 heads get
 16-head programs at T=1 only, with 8, 16 or 32 splits (session 16), and with one stage 16 or 32.
---pv2 (session 17): the candidates are the wide kernel with two output warp groups beside S's
-(``num_warps=12``, bf16 caches only) at the shipped split count, half and double it.
 --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as
 fp8_e4m3-qk576), and the buckets of these token counts (default: all). Winners are written as they
 are found, so a run cut short keeps them.
@@ -45,9 +43,8 @@ def _splits(shipped: Config) -> list[int]:
     return sorted({s, max(1, s // 2), min(64, 2 * s)})
 
 
-def gluon_configs(shipped: Config, num_warps: int = 8) -> list[Config]:
-    return [Config(64, 64, n, num_warps, 2, gluon=True)
-            for n in (_splits(shipped) if shipped.num_splits > 1 else [1])]
+def gluon_configs(shipped: Config) -> list[Config]:
+    return [Config(64, 64, n, 8, 2, gluon=True) for n in (_splits(shipped) if shipped.num_splits > 1 else [1])]
 
 
 def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_only: bool = False) -> list[Config]:
@@ -73,7 +70,7 @@ def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_onl
 
 def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
          formats: set[str] | None = None, narrow: bool = False, tokens: set[int] | None = None,
-         one_stage_only: bool = False, pv2: bool = False) -> int:
+         one_stage_only: bool = False) -> int:
     dev = torch.device("cuda")
     gpu = gpu_dirname(torch.cuda.get_device_name(dev))
     path = Path(out_dir) / gpu / "sparse_mla.json"
@@ -93,13 +90,11 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
                 best, best_cfg, tried = base.time_us if base.ok else float("inf"), entry.config, 1
                 line = f"{key} T={b}: shipped {config_label(entry.config)} {base.time_us:.1f} us"
                 candidates = [] if remeasure else narrow_configs(spec, entry.config, b, one_stage_only) if narrow \
-                    else (gluon_configs(entry.config, 12) if spec.kv_format == "auto" else []) if pv2 \
                     else gluon_configs(entry.config)
                 for cfg in candidates:
                     m = measure(spec, cfg, b)
                     tried += 1
-                    name = f"s{cfg.num_splits} w{cfg.num_warps} gl" if cfg.block_h == 64 \
-                        else config_label(cfg).replace(" n64", "")
+                    name = f"s{cfg.num_splits} gl" if cfg.block_h == 64 else config_label(cfg).replace(" n64", "")
                     line += f" | {name} {m.time_us:.1f}" + ("" if m.ok else f" ({m.reason})")
                     if m.ok and m.time_us < best:
                         best, best_cfg = m.time_us, cfg
@@ -130,8 +125,7 @@ if __name__ == "__main__":
     ap.add_argument("--narrow", action="store_true", help="try the narrow Gluon kernel (<= 32 heads)")
     ap.add_argument("--tokens", default="", help="comma-separated bucket token counts (default: all)")
     ap.add_argument("--one-stage", action="store_true", help="with --narrow: only the one-stage candidates")
-    ap.add_argument("--pv2", action="store_true", help="try the wide kernel with two output warp groups (bf16)")
     a = ap.parse_args()
     sys.exit(main(a.out_dir, a.remeasure, {int(h) for h in a.heads.split(",") if h} or None,
                   {f for f in a.formats.split(",") if f} or None, a.narrow,
-                  {int(t) for t in a.tokens.split(",") if t} or None, a.one_stage, a.pv2))
+                  {int(t) for t in a.tokens.split(",") if t} or None, a.one_stage))

@@ -4,8 +4,7 @@ unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf to
 cache, LSE, split-K and direct write, each with and without p_exchange (P through the per-program
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
-`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases; `pv2`:
-the wide one's with two output warp groups), e.g.
+`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases), e.g.
 `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
 import os
@@ -26,23 +25,20 @@ TRITON_CASES = [(s, f, px, False, 128, 64, 8, 2) for s in (1, 4) for f in ("plai
 # The wide Gluon kernel at 128 heads, and at 32 and 16 (one 64-row block with the rest masked); the
 # narrow one (heads as wgmma's N) at 16, 32 and 24 heads (two 16-head blocks, the second half masked),
 # with one loading warp group or (fp8) two, 16-head programs with one stage (two per SM), and 128 heads
-# as eight 16-head programs (the T=1 entries of session 16); the wide one with two output warp groups
-# (num_warps 12, bf16 caches) at 128 and 32 heads.
+# as eight 16-head programs (the T=1 entries of session 16).
 GLUON_CASES = [(s, f, False, True, h, bh, w, st) for h, bh, w, st in (
     (128, 64, 8, 2), (32, 64, 8, 2), (16, 64, 8, 2), (16, 16, 8, 2), (32, 32, 8, 2), (24, 16, 8, 2), (16, 16, 12, 2),
-    (32, 32, 12, 2), (16, 16, 8, 1), (24, 16, 8, 1), (128, 16, 8, 2), (128, 64, 12, 2), (32, 64, 12, 2))
-    for s in (1, 4) for f in ("plain", "sink+lse")]
-only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1", "pv2")]
+    (32, 32, 12, 2), (16, 16, 8, 1), (24, 16, 8, 1), (128, 16, 8, 2)) for s in (1, 4) for f in ("plain", "sink+lse")]
+only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1")]
 kernel_cases = [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
-    else [c for c in GLUON_CASES if c[5] == 64 and c[6] == 12] if "pv2" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
     else GLUON_CASES if "gluon" in sys.argv[1:] else TRITON_CASES + GLUON_CASES
 for case, (fmt, d_qk, page) in FORMAT_CASES.items():
     if only and case not in only:
         continue
     for splits, features, px, gl, H, bh, warps, stages in kernel_cases:
-        if warps == 12 and (fmt == "auto") != (bh == 64):
-            continue  # 12 warps: two loading groups (narrow, fp8 caches) or two output groups (wide, bf16)
+        if warps == 12 and fmt == "auto":
+            continue  # two loading warp groups: fp8 caches only
         gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
         T, topk, xtopk, slots = 6, 256, 64, 2048
         cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)

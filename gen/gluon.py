@@ -4,9 +4,7 @@ and the renderable unit that names a module.
 Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` with ``gluon=True``:
 - 64 (wide): 64 heads are wgmma's M; warp-specialized warp groups: one accumulates output columns
   0-383 (and with a bf16 cache gathers), one computes S, the softmax and columns 384-511, and with an
-  fp8 cache a third dequantizes each tile into shared memory. With a bf16 cache and ``num_warps=12``
-  (pv2, session 17) one group computes S and the softmax only and two own 256 output columns each
-  and gather their half of each tile.
+  fp8 cache a third dequantizes each tile into shared memory.
 - 16 or 32 (narrow, session 14): for TP-sharded heads the 64 keys of a tile are wgmma's M and the
   heads its N (S^T = K Q^T, O^T = V^T P^T), so no MMA row is padding; one warp group computes, one
   gathers (bf16, cp.async) or dequantizes (fp8), or two dequantize alternate tiles
@@ -26,7 +24,7 @@ from .spec import KernelSpec
 # warps in all (4 compute, 4 or 8 load).
 _COMMON = dict(block_n=64, num_stages=2, index_prefetch=False, p_exchange=False, l2_prefetch=0)
 _NARROW = dict(_COMMON, num_warps=(8, 12), num_stages=(2, 1))
-FIXED = {64: dict(_COMMON, num_warps=(8, 12)), 32: _NARROW, 16: _NARROW}
+FIXED = {64: dict(_COMMON, num_warps=(8,)), 32: _NARROW, 16: _NARROW}
 
 
 def unsupported(spec: KernelSpec) -> str:
@@ -54,13 +52,9 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
         if getattr(config, name) not in allowed:
             return name, (f"{allowed[0]!r}" if len(allowed) == 1 else f"one of {allowed}") + \
                 f" with gluon=True and block_h={config.block_h} (the Gluon kernel's fixed tiling)"
-    if config.num_warps == 12 and spec.kv_format == "auto" and config.block_h < 64:
-        return "num_warps", "8 with a bf16 cache and block_h < 64 (two dequantizing warp groups are for fp8 caches)"
-    if config.num_warps == 12 and spec.kv_format != "auto" and config.block_h == 64:
-        return "num_warps", ("8 with an fp8 cache and block_h=64 (two output warp groups beside S's are for bf16 "
-                             "caches: the dequantizing group leaves no registers for them)")
-    why = _tiling_problem(config.block_h, 2 if config.num_warps == 12 and config.block_h < 64 else 1,
-                          config.num_stages)
+    if config.num_warps == 12 and spec.kv_format == "auto":
+        return "num_warps", "8 with a bf16 cache (two dequantizing warp groups are for fp8 caches)"
+    why = _tiling_problem(config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
     if why:  # (FIXED holds the wide kernel to its tiling, so only the stage rule is left)
         return "num_stages", f"2 unless {why}"
     return "", ""
@@ -102,9 +96,6 @@ class GluonKernel:
     # cache or the narrow kernel (1.01-1.18x faster, bf16 narrow T=128 0.99x), before the partitions
     # for the wide kernel with a bf16 cache (0.94-0.99x with the computing group).
     q_by_compute: bool | None = None
-    # The wide kernel with a bf16 cache: S and the softmax in one warp group, the output in two that
-    # also gather (Config num_warps 12)
-    pv2: bool = False
     template = "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
@@ -112,10 +103,7 @@ class GluonKernel:
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key}: {why}")
         if self.q_by_compute is None:
-            object.__setattr__(self, "q_by_compute", self.spec.kv_format != "auto" or self.narrow or self.pv2)
-        if self.pv2 and (self.narrow or self.spec.kv_format != "auto"):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, pv2=True: "
-                             "expected block_h 64 and a bf16 cache (kv_format 'auto')")
+            object.__setattr__(self, "q_by_compute", self.spec.kv_format != "auto" or self.narrow)
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -123,9 +111,7 @@ class GluonKernel:
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config) -> "GluonKernel":
-        wide12 = config.num_warps == 12 and config.block_h == 64
-        return cls(spec, config.block_h, 2 if config.num_warps == 12 and not wide12 else 1, config.num_stages,
-                   pv2=wide12)
+        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
 
     @property
     def narrow(self) -> bool:
@@ -137,7 +123,7 @@ class GluonKernel:
         parts = []
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
-        return parts + (["pv2"] if self.pv2 else []) + (["qc"] if self.q_by_compute else [])
+        return parts + (["qc"] if self.q_by_compute else [])
 
     @property
     def key(self) -> str:
@@ -149,4 +135,4 @@ class GluonKernel:
 
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
-                    loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, pv2=self.pv2)
+                    loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute)

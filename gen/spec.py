@@ -168,8 +168,7 @@ class Config:
     l2_prefetch: int = 0
     # Run a Gluon kernel (templates/sparse_mla_gluon.py.jinja, sm90, bf16 compute): warp groups that
     # load and warp groups that compute; block_h 64 or 16/32 picks the tiling, fixed but for
-    # num_splits and num_warps (8, or 12: with 16/32 heads two loading groups for an fp8 cache, with
-    # 64 heads and a bf16 cache two output groups beside S's; gen/gluon.py FIXED).
+    # num_splits (and num_warps 8/12 with 16/32 heads; gen/gluon.py FIXED).
     gluon: bool = False
 
     def check(self, spec: KernelSpec) -> "Config":

@@ -158,15 +158,6 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
             cfg.check(KernelSpec())
     with pytest.raises(ValueError, match="no Gluon kernel for"):
         GluonKernel(KernelSpec(compute_dtype="fp16"))
-    # The wide kernel with two output warp groups beside S's (bf16 caches only)
-    pv2 = Config(64, 64, 2, 12, 2, gluon=True)
-    assert pv2.check(KernelSpec(num_heads=128)) is pv2
-    unit = GluonKernel.for_config(KernelSpec(), pv2)
-    assert unit.pv2 and unit.loaders == 1 and unit.key == KernelSpec().key + "-gluon-pv2-qc"
-    with pytest.raises(ValueError, match="Config.num_warps=12 .*expected 8 with an fp8 cache and block_h=64"):
-        pv2.check(KernelSpec(kv_format="fp8_e4m3"))
-    with pytest.raises(ValueError, match="pv2=True: expected block_h 64 and a bf16 cache"):
-        GluonKernel(KernelSpec(), 16, pv2=True)
     for bh, loaders, stages, expected in ((32, 1, 1, "block_h=16 and one loading warp group"),
                                           (16, 2, 1, "block_h=16 and one loading warp group"),
                                           (64, 2, 2, "block_h 64 has one loading warp group")):
