@@ -8,12 +8,10 @@ Session 17 made the first the rule for fp8 caches and the narrow kernel (gen/glu
 For each shipped Gluon entry of the H200 table in the rows below, the entry's config with Q loaded
 each way, each checked like a tuning trial (gen.gpu_measure.check: NaN in unreferenced slots) and
 timed (CUDA-graph replay over rotating inputs), in one process.
---pv2 (session 17): instead, the bf16 rows' wide entries as the pv2 kernel (num_warps 12, two output
-warp groups), Q loaded each way.
-Run on the GPU after `pip install .`: python3 benchmarks/calls/q_by_compute.py [--pv2]
+Run on the GPU after `pip install .`: python3 benchmarks/calls/q_by_compute.py
+(Session 17 call 3 ran it with --pv2, an option for the pv2 kernel, removed with that kernel.)
 """
 import dataclasses
-import sys
 
 import torch
 
@@ -49,10 +47,6 @@ def main():
     for fmt, H, T in ROWS:
         spec = KernelSpec(kv_format=fmt, d_qk=D_QK.get(fmt, 576), num_heads=H, page_size=PAGE.get(fmt, 1))
         cfg = select_config(spec, T, dev)
-        if "--pv2" in sys.argv[1:]:
-            if fmt != "auto" or cfg.block_h < 64:
-                continue
-            cfg = dataclasses.replace(cfg, num_warps=12, gluon=True)
         if not cfg.gluon:
             continue
         kw, sets, ref = state.get(spec, T)
