@@ -96,6 +96,11 @@ class GluonKernel:
     # cache or the narrow kernel (1.01-1.18x faster, bf16 narrow T=128 0.99x), before the partitions
     # for the wide kernel with a bf16 cache (0.94-0.99x with the computing group).
     q_by_compute: bool | None = None
+    # The wide kernel's S group keeps Q's first q_regs x 64 columns in registers (wgmma's A operand), so
+    # S reads only K there from shared memory (session 17's candidate: benchmarks/calls/gluon_variant.py;
+    # no Config selects it yet). 0, 4, 6 or 8 (the rest is read as one power-of-two slice); ptxas
+    # (Triton 3.6): 0 B spilled with 4 or 6, 60 B with 8.
+    q_regs: int = 0
     template = "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
@@ -104,6 +109,10 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key}: {why}")
         if self.q_by_compute is None:
             object.__setattr__(self, "q_by_compute", self.spec.kv_format != "auto" or self.narrow)
+        if self.q_regs not in (0, 4, 6, 8) or (self.q_regs and (self.narrow or self.spec.kv_format != "auto")):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
+                             f"q_regs={self.q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16 cache "
+                             "(with an fp8 cache group B has 160 registers: 276-516 B spilled)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -123,7 +132,7 @@ class GluonKernel:
         parts = []
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
-        return parts + (["qc"] if self.q_by_compute else [])
+        return parts + (["qc"] if self.q_by_compute else []) + ([f"qr{self.q_regs}"] if self.q_regs else [])
 
     @property
     def key(self) -> str:
@@ -135,4 +144,4 @@ class GluonKernel:
 
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
-                    loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute)
+                    loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs)

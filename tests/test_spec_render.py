@@ -158,6 +158,10 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
             cfg.check(KernelSpec())
     with pytest.raises(ValueError, match="no Gluon kernel for"):
         GluonKernel(KernelSpec(compute_dtype="fp16"))
+    assert GluonKernel(KernelSpec(), q_regs=4).key == KernelSpec().key + "-gluon-qr4"
+    for kw, q_regs in ((dict(block_h=16), 4), (dict(), 3), (dict(spec=KernelSpec(kv_format="fp8_e4m3")), 4)):
+        with pytest.raises(ValueError, match=f"q_regs={q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16"):
+            GluonKernel(**{"spec": KernelSpec(), **kw}, q_regs=q_regs)
     for bh, loaders, stages, expected in ((32, 1, 1, "block_h=16 and one loading warp group"),
                                           (16, 2, 1, "block_h=16 and one loading warp group"),
                                           (64, 2, 2, "block_h 64 has one loading warp group")):

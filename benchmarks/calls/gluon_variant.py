@@ -1,0 +1,78 @@
+"""Issue 7 experiment harness (session 17): shipped Gluon entries of the H200 table against variants of
+their modules, GluonKernel fields replaced (e.g. q_regs=4: group B of the wide kernel keeps Q's first
+256 columns in registers). Each is checked like a tuning trial (gen.gpu_measure.check: NaN in
+unreferenced slots) and timed (CUDA-graph replay over rotating inputs), in one process; a variant that
+cannot build for a row's kernel (e.g. q_regs with the narrow kernel) is shown as "-".
+
+  python3 benchmarks/calls/gluon_variant.py q_regs=4 q_regs=6 [--rows auto:128:128,auto:64:4096]
+  (on the GPU after `pip install .`; rows are FORMAT:H:T with FORMAT a kv_format, or auto_nope for
+  bf16 with d_qk 512; default: the bf16 rows of issue 7 that trail FlashInfer)
+"""
+import dataclasses
+import sys
+
+import torch
+
+import sparsemla.runtime.triton_backend as tb
+from sparsemla.gen.gluon import GluonKernel
+from sparsemla.gen.gpu_measure import _calls, _State, check, time_calls
+from sparsemla.gen.spec import KernelSpec, config_label
+from sparsemla.runtime.api import clear_call_cache
+from sparsemla.runtime.dispatch import select_config
+
+DEFAULT_ROWS = "auto:128:16,auto:128:32,auto:128:128,auto:64:128,auto_nope:128:128,auto:128:4096"
+PAGE = {"fp8_ds_mla": 64, "model1": 64}
+_PLAIN_FOR_CONFIG = GluonKernel.__dict__["for_config"]
+
+
+def with_fields(fields: dict | None):
+    """Make the runtime launch Gluon modules with these GluonKernel fields replaced (None: as shipped)."""
+    def for_config(cls, spec, config):
+        return dataclasses.replace(_PLAIN_FOR_CONFIG.__func__(cls, spec, config), **fields)
+    tb.GluonKernel.for_config = _PLAIN_FOR_CONFIG if fields is None else classmethod(for_config)
+    clear_call_cache()
+
+
+def parse_variant(arg: str) -> dict:
+    name, value = arg.split("=")
+    return {name: {"True": True, "False": False}.get(value, int(value) if value.lstrip("-").isdigit() else value)}
+
+
+def main(argv: list[str]) -> None:
+    rows_arg = DEFAULT_ROWS
+    if "--rows" in argv:
+        rows_arg = argv[argv.index("--rows") + 1]
+        argv = argv[:argv.index("--rows")] + argv[argv.index("--rows") + 2:]
+    variants = [parse_variant(a) for a in argv]
+    dev = torch.device("cuda")
+    state = _State()  # the tuner's poisoned inputs, reference rows and timing sets, one spec at a time
+    names = [",".join(f"{k}={v}" for k, v in v.items()) for v in variants]
+    lines = ["| format | H | T | config | shipped us | " + " | ".join(f"{n} us" for n in names) + " |",
+             "|---|---|---|---|---|" + "---|" * len(names)]
+    for row in rows_arg.split(","):
+        fmt, H, T = row.split(":")
+        kv_format, d_qk = ("auto", 512) if fmt == "auto_nope" else (fmt, 512 if fmt == "model1" else 576)
+        spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, num_heads=int(H), page_size=PAGE.get(fmt, 1))
+        cfg = select_config(spec, int(T), dev)
+        if not cfg.gluon:
+            print(f"{row}: the shipped entry ({config_label(cfg)}) is not a Gluon kernel; skipped", flush=True)
+            continue
+        kw, sets, ref = state.get(spec, int(T))
+        res = []
+        for fields in [None] + variants:
+            try:
+                with_fields(fields)
+                m = check(spec, cfg, kw, ref)
+                res.append(f"{time_calls(_calls(sets, cfg))[0]:.1f}" if m.ok else f"FAILED ({m.reason})")
+            except ValueError as e:  # the variant does not exist for this kernel
+                res.append("-")
+                print(f"{row} {fields}: {e}", flush=True)
+        with_fields(None)
+        line = f"| {fmt} | {H} | {T} | {config_label(cfg)} | " + " | ".join(res) + " |"
+        print(line, flush=True)
+        lines.append(line)
+    print("\n" + "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
