@@ -101,6 +101,9 @@ class GluonKernel:
     # no Config selects it yet). 0, 4, 6 or 8 (the rest is read as one power-of-two slice); ptxas
     # (Triton 3.6): 0 B spilled with 4 or 6, 60 B with 8.
     q_regs: int = 0
+    # The wide kernel's S group takes P for its own P.V share from registers, not back from shared
+    # memory (session 17's candidate, as q_regs)
+    p_regs: bool = False
     template = "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
@@ -113,6 +116,9 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"q_regs={self.q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16 cache "
                              "(with an fp8 cache group B has 160 registers: 276-516 B spilled)")
+        if self.p_regs and self.narrow:
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, p_regs=True: "
+                             "expected block_h 64 (the narrow kernel's P is wgmma's B operand, read from shared memory)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -132,7 +138,8 @@ class GluonKernel:
         parts = []
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
-        return parts + (["qc"] if self.q_by_compute else []) + ([f"qr{self.q_regs}"] if self.q_regs else [])
+        return parts + (["qc"] if self.q_by_compute else []) + ([f"qr{self.q_regs}"] if self.q_regs else []) \
+            + (["pr"] if self.p_regs else [])
 
     @property
     def key(self) -> str:
@@ -144,4 +151,5 @@ class GluonKernel:
 
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
-                    loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs)
+                    loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
+                    p_regs=self.p_regs)

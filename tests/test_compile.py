@@ -133,11 +133,12 @@ for fmt, kw in (("auto", {}), ("fp8_ds_mla", dict(page_size=64))):
         compiled = compile_module(load_compilable_module(unit), spec, Config(bh, 64, 2, 8, 2, gluon=True), "sm90")
         out[f"{fmt} h{bh} other q"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                                       setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
-# Q's first 256 columns in the wide kernel's registers (GluonKernel.q_regs, bf16; a candidate)
+# Q's first 256 columns in the wide kernel's registers, and P for B's own P.V (GluonKernel.q_regs and
+# p_regs, bf16; candidates)
 spec = KernelSpec(num_heads=128, arch="sm90")
-unit = GluonKernel(spec, 64, q_regs=4)
+unit = GluonKernel(spec, 64, q_regs=4, p_regs=True)
 compiled = compile_module(load_compilable_module(unit), spec, Config(64, 64, 1, 8, 2, gluon=True), "sm90")
-out["auto h64 qr4"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+out["auto h64 qr4 pr"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                            setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
 print(json.dumps(out))
 """

@@ -159,6 +159,9 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     with pytest.raises(ValueError, match="no Gluon kernel for"):
         GluonKernel(KernelSpec(compute_dtype="fp16"))
     assert GluonKernel(KernelSpec(), q_regs=4).key == KernelSpec().key + "-gluon-qr4"
+    assert GluonKernel(KernelSpec(), q_regs=4, p_regs=True).key == KernelSpec().key + "-gluon-qr4-pr"
+    with pytest.raises(ValueError, match="p_regs=True: expected block_h 64"):
+        GluonKernel(KernelSpec(), 16, p_regs=True)
     for kw, q_regs in ((dict(block_h=16), 4), (dict(), 3), (dict(spec=KernelSpec(kv_format="fp8_e4m3")), 4)):
         with pytest.raises(ValueError, match=f"q_regs={q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16"):
             GluonKernel(**{"spec": KernelSpec(), **kw}, q_regs=q_regs)
