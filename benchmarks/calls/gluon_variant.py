@@ -1,8 +1,9 @@
 """Issue 7 experiment harness (session 17): shipped Gluon entries of the H200 table against variants of
 their modules, GluonKernel fields replaced (e.g. q_regs=4: group B of the wide kernel keeps Q's first
-256 columns in registers; p_regs=True: it takes P for its own P.V from registers). Each is checked like a tuning trial (gen.gpu_measure.check: NaN in
-unreferenced slots) and timed (CUDA-graph replay over rotating inputs), in one process; a variant that
-cannot build for a row's kernel (e.g. q_regs with the narrow kernel) is shown as "-".
+256 columns in registers; p_regs=True: it takes P for its own P.V from registers; q_by_compute=True).
+Each is checked like a tuning trial (gen.gpu_measure.check: NaN in unreferenced slots) and timed
+(CUDA-graph replay over rotating inputs), in one process; a variant that cannot build for a row's
+kernel (e.g. q_regs with the narrow kernel) is shown as "-".
 
   python3 benchmarks/calls/gluon_variant.py q_regs=4 p_regs=True q_regs=4+p_regs=True [--rows auto:128:128,...]
   (on the GPU after `pip install .`; rows are FORMAT:H:T with FORMAT a kv_format, or auto_nope for
