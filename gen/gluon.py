@@ -104,6 +104,9 @@ class GluonKernel:
     # The wide kernel's S group takes P for its own P.V share from registers, not back from shared
     # memory (session 17's candidate, as q_regs)
     p_regs: bool = False
+    # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
+    # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
+    profile: bool = False
     template = "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
@@ -139,7 +142,7 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         return parts + (["qc"] if self.q_by_compute else []) + ([f"qr{self.q_regs}"] if self.q_regs else []) \
-            + (["pr"] if self.p_regs else [])
+            + (["pr"] if self.p_regs else []) + (["prof"] if self.profile else [])
 
     @property
     def key(self) -> str:
@@ -152,4 +155,4 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs)
+                    p_regs=self.p_regs, profile=self.profile)

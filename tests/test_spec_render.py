@@ -160,6 +160,11 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
         GluonKernel(KernelSpec(compute_dtype="fp16"))
     assert GluonKernel(KernelSpec(), q_regs=4).key == KernelSpec().key + "-gluon-qr4"
     assert GluonKernel(KernelSpec(), q_regs=4, p_regs=True).key == KernelSpec().key + "-gluon-qr4-pr"
+    # A profile build (a diagnostic) takes its slots as a last, keyword argument
+    prof = GluonKernel(KernelSpec(), 16, profile=True)
+    assert prof.key.endswith("-prof")
+    src = render.render_source(prof)
+    assert "_stamp(prof, 15)" in src and "    prof,  # int64" in src and "_stamp" not in render.render_source(GluonKernel(KernelSpec(), 16))
     with pytest.raises(ValueError, match="p_regs=True: expected block_h 64"):
         GluonKernel(KernelSpec(), 16, p_regs=True)
     for kw, q_regs in ((dict(block_h=16), 4), (dict(), 3), (dict(spec=KernelSpec(kv_format="fp8_e4m3")), 4)):

@@ -1,0 +1,102 @@
+"""Issue 7 diagnostic (session 17; prepared, not yet run): where a Gluon kernel's time goes, read from a
+profile build of the shipped entry (GluonKernel.profile: clock64 stamps at the phase boundaries of
+every partition, 16 slots per program; templates/sparse_mla_gluon.py.jinja's header lists them).
+
+For each row (FORMAT:H:T, FORMAT a kv_format or auto_nope): the shipped config's profile build is
+warmed up on the tuner's rotating timing inputs, then one call on a set it has not seen for a while
+(its rows out of L2) is read back. Printed per phase: median and 90th percentile over the programs, in
+clock cycles of the program's SM, and the spread of the programs' starts and ends (global timer, ns).
+The stamps cost a few cycles each; the outputs of the profile build are correct.
+
+  python3 benchmarks/calls/gluon_timeline.py [--rows auto:128:1,fp8_e4m3:16:256,auto:128:128]
+  (on the GPU after `pip install .`)
+"""
+import os
+import sys
+
+os.environ["SPARSEMLA_DIRECT_LAUNCH"] = "0"  # launch through the JIT, which takes the extra prof argument
+
+import torch  # noqa: E402
+
+import sparsemla.runtime.triton_backend as tb  # noqa: E402
+from gluon_variant import PAGE, with_fields  # noqa: E402  (benchmarks/calls/ is the script's folder)
+from sparsemla.gen.gpu_measure import _calls, _State  # noqa: E402
+from sparsemla.gen.spec import KernelSpec, config_label  # noqa: E402
+from sparsemla.runtime.dispatch import select_config  # noqa: E402
+
+DEFAULT_ROWS = "auto:128:1,auto:128:4,auto:128:128,fp8_e4m3:16:256,fp8_e4m3:128:128,model1:16:256"
+# (name, from slot, to slot): durations in cycles within one program
+PHASES = [("compute group starts", 0, 1), ("tile 0 ready", 0, 2), ("tile 0 computed", 2, 3),
+          ("all tiles computed", 2, 4), ("output written", 4, 5), ("loader starts", 0, 8),
+          ("loader: tile 0 in", 8, 9), ("loader: all tiles in", 8, 10), ("program", 0, 5)]
+WIDE = [("A starts", 0, 11), ("A: tile 0's P.V", 11, 12), ("A: all P.V", 11, 13), ("A: written", 13, 14)]
+SECOND_LOADER = [("2nd loader starts", 0, 11), ("2nd loader: tile 1 in", 11, 12), ("2nd loader: all in", 11, 13)]
+_buffers = []  # (module name, int64 tensor [programs, 16]) of every profile launch prepared
+_plain_init = tb._Kernel.__init__
+
+
+def _init_with_prof(self, jit_fn, grid, args, constexprs, options, device):
+    _plain_init(self, jit_fn, grid, args, constexprs, options, device)
+    module = getattr(getattr(jit_fn, "fn", None), "__module__", "")
+    if "_prof" in module:  # (a profile build's module name: ..._prof_<hash>)
+        buf = torch.zeros(grid[0], 16, dtype=torch.int64, device=device)
+        self.kw["prof"] = buf
+        _buffers.append((module, buf))
+
+
+def stats(v: torch.Tensor) -> str:
+    v = v.double()
+    return f"{v.median().item():9.0f} {v.quantile(0.9).item():9.0f}"
+
+
+def main(argv: list[str]) -> None:
+    rows = argv[argv.index("--rows") + 1] if "--rows" in argv else DEFAULT_ROWS
+    tb._Kernel.__init__ = _init_with_prof
+    with_fields({"profile": True})
+    dev = torch.device("cuda")
+    state = _State()
+    for row in rows.split(","):
+        fmt, H, T = row.split(":")
+        kv_format, d_qk = ("auto", 512) if fmt == "auto_nope" else (fmt, 512 if fmt == "model1" else 576)
+        spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, num_heads=int(H), page_size=PAGE.get(fmt, 1))
+        cfg = select_config(spec, int(T), dev)
+        if not cfg.gluon:
+            print(f"{row}: the shipped entry ({config_label(cfg)}) is not a Gluon kernel; skipped", flush=True)
+            continue
+        _kw, sets, _ref = state.get(spec, int(T))
+        calls = _calls(sets, cfg)
+        for call in calls * 2:  # builds, then warms every set
+            call()
+        torch.cuda.synchronize()
+        for _, buf in _buffers:
+            buf.zero_()
+        calls[0]()  # (its set was last used len(calls) - 1 calls ago)
+        torch.cuda.synchronize()
+        hits = [(m, b) for m, b in _buffers if b[:, 15].any()]
+        if not hits:
+            print(f"{row}: no profile stamps came back", flush=True)
+            continue
+        module, st = hits[-1]
+        st = st.cpu()
+        n = st.shape[0]
+        per_split = -(-spec.topk // cfg.num_splits)
+        tiles = -(-per_split // 64)
+        print(f"\n{row} {config_label(cfg)} ({module}): {n} programs, {tiles} tiles each", flush=True)
+        start, end = st[:, 15], st[:, 6]
+        print(f"  starts spread over {(start.max() - start.min()).item()} ns; kernel span (first start to last "
+              f"end) {(end.max() - start.min()).item()} ns; program {stats(end - start)} ns (median, p90)")
+        cyc = (st[:, 5] - st[:, 0]).double()
+        ns = (end - start).double()
+        print(f"  SM clock while running: {(cyc / ns).median().item():.2f} GHz")
+        print(f"  {'phase':24s} {'median':>9s} {'p90':>9s}  (cycles)")
+        extra = WIDE if cfg.block_h == 64 else SECOND_LOADER if cfg.num_warps == 12 else []
+        for name, a, b in PHASES + extra:
+            ok = (st[:, a] != 0) & (st[:, b] != 0)
+            if ok.any():
+                print(f"  {name:24s} {stats((st[ok, b] - st[ok, a]))}", flush=True)
+        _buffers.clear()
+    with_fields(None)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
