@@ -49,6 +49,26 @@ def stats(v: torch.Tensor) -> str:
     return f"{v.median().item():9.0f} {v.quantile(0.9).item():9.0f}"
 
 
+def report(row: str, spec: KernelSpec, cfg, module: str, st: torch.Tensor) -> str:
+    """The phase table of one profile launch's stamps ``st`` (int64 [programs, 16], on the CPU)."""
+    n = st.shape[0]
+    per_split = -(-spec.topk // cfg.num_splits)
+    tiles = -(-per_split // 64)
+    start, end = st[:, 15], st[:, 6]
+    cyc, ns = (st[:, 5] - st[:, 0]).double(), (end - start).double()
+    lines = [f"\n{row} {config_label(cfg)} ({module}): {n} programs, {tiles} tiles each",
+             f"  starts spread over {(start.max() - start.min()).item()} ns; kernel span (first start to last "
+             f"end) {(end.max() - start.min()).item()} ns; program {stats(end - start)} ns (median, p90)",
+             f"  SM clock while running: {(cyc / ns.clamp(min=1)).median().item():.2f} GHz",
+             f"  {'phase':24s} {'median':>9s} {'p90':>9s}  (cycles)"]
+    extra = WIDE if cfg.block_h == 64 else SECOND_LOADER if cfg.num_warps == 12 else []
+    for name, a, b in PHASES + extra:
+        ok = (st[:, a] != 0) & (st[:, b] != 0)
+        if ok.any():
+            lines.append(f"  {name:24s} {stats(st[ok, b] - st[ok, a])}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> None:
     rows = argv[argv.index("--rows") + 1] if "--rows" in argv else DEFAULT_ROWS
     tb._Kernel.__init__ = _init_with_prof
@@ -77,23 +97,7 @@ def main(argv: list[str]) -> None:
             print(f"{row}: no profile stamps came back", flush=True)
             continue
         module, st = hits[-1]
-        st = st.cpu()
-        n = st.shape[0]
-        per_split = -(-spec.topk // cfg.num_splits)
-        tiles = -(-per_split // 64)
-        print(f"\n{row} {config_label(cfg)} ({module}): {n} programs, {tiles} tiles each", flush=True)
-        start, end = st[:, 15], st[:, 6]
-        print(f"  starts spread over {(start.max() - start.min()).item()} ns; kernel span (first start to last "
-              f"end) {(end.max() - start.min()).item()} ns; program {stats(end - start)} ns (median, p90)")
-        cyc = (st[:, 5] - st[:, 0]).double()
-        ns = (end - start).double()
-        print(f"  SM clock while running: {(cyc / ns).median().item():.2f} GHz")
-        print(f"  {'phase':24s} {'median':>9s} {'p90':>9s}  (cycles)")
-        extra = WIDE if cfg.block_h == 64 else SECOND_LOADER if cfg.num_warps == 12 else []
-        for name, a, b in PHASES + extra:
-            ok = (st[:, a] != 0) & (st[:, b] != 0)
-            if ok.any():
-                print(f"  {name:24s} {stats((st[ok, b] - st[ok, a]))}", flush=True)
+        print(report(row, spec, cfg, module, st.cpu()), flush=True)
         _buffers.clear()
     with_fields(None)
 
