@@ -11,7 +11,7 @@ set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 timeout 300 python3 benchmarks/calls/gluon_variant.py q_regs=4 q_regs=6 p_regs=True q_regs=4+p_regs=True \
-  --rows auto:128:32,auto:128:128,auto:64:128,auto_nope:128:128,auto:128:16,auto:128:4096 \
+  --rows bf16:128:32,bf16:128:128,bf16:64:128,bf16_nope:128:128,bf16:128:16,bf16:128:4096 \
   > "$OUT/gluon_variant.log" 2>&1
 echo "== gluon_variant rc=$?"; grep "^| \|FAILED\|Error" "$OUT/gluon_variant.log" | sort -u
 timeout 120 python3 benchmarks/calls/gluon_timeline.py > "$OUT/gluon_timeline.log" 2>&1

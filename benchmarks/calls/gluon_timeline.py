@@ -2,13 +2,13 @@
 profile build of the shipped entry (GluonKernel.profile: clock64 stamps at the phase boundaries of
 every partition, 16 slots per program; templates/sparse_mla_gluon.py.jinja's header lists them).
 
-For each row (FORMAT:H:T, FORMAT a kv_format or auto_nope): the shipped config's profile build is
+For each row (FORMAT:H:T, FORMAT one of the suite's formats): the shipped config's profile build is
 warmed up on the tuner's rotating timing inputs, then one call on a set it has not seen for a while
 (its rows out of L2) is read back. Printed per phase: median and 90th percentile over the programs, in
 clock cycles of the program's SM, and the spread of the programs' starts and ends (global timer, ns).
 The stamps cost a few cycles each; the outputs of the profile build are correct.
 
-  python3 benchmarks/calls/gluon_timeline.py [--rows auto:128:1,fp8_e4m3:16:256,auto:128:128]
+  python3 benchmarks/calls/gluon_timeline.py [--rows bf16:128:1,fp8:16:256,bf16:128:128]
   (on the GPU after `pip install .`)
 """
 import os
@@ -19,12 +19,11 @@ os.environ["SPARSEMLA_DIRECT_LAUNCH"] = "0"  # launch through the JIT, which tak
 import torch  # noqa: E402
 
 import sparsemla.runtime.triton_backend as tb  # noqa: E402
-from gluon_variant import PAGE, with_fields  # noqa: E402  (benchmarks/calls/ is the script's folder)
+from gluon_variant import shipped_gluon_entry, with_fields  # noqa: E402  (the script's folder)
 from sparsemla.gen.gpu_measure import _calls, _State  # noqa: E402
 from sparsemla.gen.spec import KernelSpec, config_label  # noqa: E402
-from sparsemla.runtime.dispatch import select_config  # noqa: E402
 
-DEFAULT_ROWS = "auto:128:1,auto:128:4,auto:128:128,fp8_e4m3:16:256,fp8_e4m3:128:128,model1:16:256"
+DEFAULT_ROWS = "bf16:128:1,bf16:128:4,bf16:128:128,fp8:16:256,fp8:128:128,model1:16:256"
 # (name, from slot, to slot): durations in cycles within one program
 PHASES = [("compute group starts", 0, 1), ("tile 0 ready", 0, 2), ("tile 0 computed", 2, 3),
           ("all tiles computed", 2, 4), ("output written", 4, 5), ("loader starts", 0, 8),
@@ -76,14 +75,11 @@ def main(argv: list[str]) -> None:
     dev = torch.device("cuda")
     state = _State()
     for row in rows.split(","):
-        fmt, H, T = row.split(":")
-        kv_format, d_qk = ("auto", 512) if fmt == "auto_nope" else (fmt, 512 if fmt == "model1" else 576)
-        spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, num_heads=int(H), page_size=PAGE.get(fmt, 1))
-        cfg = select_config(spec, int(T), dev)
-        if not cfg.gluon:
-            print(f"{row}: the shipped entry ({config_label(cfg)}) is not a Gluon kernel; skipped", flush=True)
+        entry = shipped_gluon_entry(row, dev)
+        if entry is None:
             continue
-        _kw, sets, _ref = state.get(spec, int(T))
+        spec, T, cfg = entry
+        _kw, sets, _ref = state.get(spec, T)
         calls = _calls(sets, cfg)
         for call in calls * 2:  # builds, then warms every set
             call()

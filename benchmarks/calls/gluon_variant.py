@@ -5,9 +5,9 @@ Each is checked like a tuning trial (gen.gpu_measure.check: NaN in unreferenced 
 (CUDA-graph replay over rotating inputs), in one process; a variant that cannot build for a row's
 kernel (e.g. q_regs with the narrow kernel) is shown as "-".
 
-  python3 benchmarks/calls/gluon_variant.py q_regs=4 p_regs=True q_regs=4+p_regs=True [--rows auto:128:128,...]
-  (on the GPU after `pip install .`; rows are FORMAT:H:T with FORMAT a kv_format, or auto_nope for
-  bf16 with d_qk 512; default: the bf16 rows of issue 7 that trail FlashInfer)
+  python3 benchmarks/calls/gluon_variant.py q_regs=4 p_regs=True q_regs=4+p_regs=True [--rows bf16:128:128,...]
+  (on the GPU after `pip install .`; rows are FORMAT:H:T with FORMAT one of the suite's formats,
+  gen/suite.py's SUITE_FORMATS; default: the bf16 rows of issue 7 that trail FlashInfer)
 """
 import dataclasses
 import sys
@@ -18,11 +18,11 @@ import sparsemla.runtime.triton_backend as tb
 from sparsemla.gen.gluon import GluonKernel
 from sparsemla.gen.gpu_measure import _calls, _State, check, time_calls
 from sparsemla.gen.spec import KernelSpec, config_label
+from sparsemla.gen.suite import SUITE_FORMATS
 from sparsemla.runtime.api import clear_call_cache
 from sparsemla.runtime.dispatch import select_config
 
-DEFAULT_ROWS = "auto:128:16,auto:128:32,auto:128:128,auto:64:128,auto_nope:128:128,auto:128:4096"
-PAGE = {"fp8_ds_mla": 64, "model1": 64}
+DEFAULT_ROWS = "bf16:128:16,bf16:128:32,bf16:128:128,bf16:64:128,bf16_nope:128:128,bf16:128:4096"
 _PLAIN_FOR_CONFIG = GluonKernel.__dict__["for_config"]
 
 
@@ -32,6 +32,19 @@ def with_fields(fields: dict | None):
         return dataclasses.replace(_PLAIN_FOR_CONFIG.__func__(cls, spec, config), **fields)
     tb.GluonKernel.for_config = _PLAIN_FOR_CONFIG if fields is None else classmethod(for_config)
     clear_call_cache()
+
+
+def shipped_gluon_entry(row: str, dev):
+    """(spec, T, config) of the H200 table's entry for row FORMAT:H:T, or None (printed) where that
+    entry is not a Gluon kernel."""
+    fmt, H, T = row.split(":")
+    kv_format, d_qk, page = SUITE_FORMATS[fmt]
+    spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, num_heads=int(H), page_size=page)
+    cfg = select_config(spec, int(T), dev)
+    if not cfg.gluon:
+        print(f"{row}: the shipped entry ({config_label(cfg)}) is not a Gluon kernel; skipped", flush=True)
+        return None
+    return spec, int(T), cfg
 
 
 def parse_variant(arg: str) -> dict:
@@ -55,14 +68,12 @@ def main(argv: list[str]) -> None:
     lines = ["| format | H | T | config | shipped us | " + " | ".join(f"{n} us" for n in names) + " |",
              "|---|---|---|---|---|" + "---|" * len(names)]
     for row in rows_arg.split(","):
-        fmt, H, T = row.split(":")
-        kv_format, d_qk = ("auto", 512) if fmt == "auto_nope" else (fmt, 512 if fmt == "model1" else 576)
-        spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, num_heads=int(H), page_size=PAGE.get(fmt, 1))
-        cfg = select_config(spec, int(T), dev)
-        if not cfg.gluon:
-            print(f"{row}: the shipped entry ({config_label(cfg)}) is not a Gluon kernel; skipped", flush=True)
+        entry = shipped_gluon_entry(row, dev)
+        if entry is None:
             continue
-        kw, sets, ref = state.get(spec, int(T))
+        spec, T, cfg = entry
+        fmt, H = row.split(":")[:2]
+        kw, sets, ref = state.get(spec, T)
         res = []
         for fields in [None] + variants:
             try:
