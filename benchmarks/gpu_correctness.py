@@ -1,7 +1,7 @@
 """bf16 correctness of every format x feature on the GPU (the CPU suite cannot check bf16:
 Triton's interpreter multiplies raw bits in a bf16 tl.dot). Same traps as tests/: NaN in every
 unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf too), an extra
-cache, LSE, split-K and direct write, each with and without p_exchange (P through the per-program
+cache, LSE, split-K and direct write, q rows not 16-byte aligned, each with and without p_exchange (P through the per-program
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
 `gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases), e.g.
@@ -65,7 +65,12 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
             x = dict(x_deq=xdeq, x_indices=xidx, x_topk_length=xlen)
         cache = poison_unreferenced(cache, fmt, page or 1, torch.cat([idx[t, :int(tl_[t])] for t in range(T)]))
         q = torch.randn(T, H, d_qk, generator=gen).bfloat16()
-        out, lse = sparsemla.sparse_mla(q.to(dev), cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5, kv_format=fmt,
+        q_dev = q.to(dev)
+        if features != "plain":  # rows 3 elements apart beyond d_qk: not 16-byte aligned (the Gluon
+            # kernel's cp.async of Q needs them so: the runtime copies such a q first)
+            q_dev = torch.zeros(T, H, d_qk + 3, dtype=q.dtype, device=dev)[..., :d_qk]
+            q_dev.copy_(q)
+        out, lse = sparsemla.sparse_mla(q_dev, cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5, kv_format=fmt,
                                         topk_length=tl_.to(dev), return_lse=True, backend="triton",
                                         config=Config(bh, 64, splits, warps, stages, p_exchange=px, gluon=gl), **kw, **extra)
         ref, rlse = reference64(q, deq, idx, d_qk ** -0.5, 512, topk_length=tl_, sink=sink, **x)

@@ -97,12 +97,13 @@ class GluonKernel:
     # for the wide kernel with a bf16 cache (0.94-0.99x with the computing group).
     q_by_compute: bool | None = None
     # The wide kernel's S group keeps Q's first q_regs x 64 columns in registers (wgmma's A operand), so
-    # S reads only K there from shared memory (session 17's candidate: benchmarks/calls/gluon_variant.py;
-    # no Config selects it yet). 0, 4, 6 or 8 (the rest is read as one power-of-two slice); ptxas
-    # (Triton 3.6): 0 B spilled with 4 or 6, 60 B with 8.
-    q_regs: int = 0
+    # S reads only K there from shared memory: 0, 4, 6 or 8 (the rest is read as one power-of-two
+    # slice); ptxas (Triton 3.6): 0 B spilled with 4 or 6, 60 B with 8. None: the rule measured in
+    # session 18 (benchmarks/results/session18/README.md): 4 with a bf16 cache (1.01-1.08x faster in
+    # all six rows timed, 6 and 8 less), 0 otherwise (with an fp8 cache B has 160 registers).
+    q_regs: int | None = None
     # The wide kernel's S group takes P for its own P.V share from registers, not back from shared
-    # memory (session 17's candidate, as q_regs)
+    # memory (measured in session 18: 1.01-1.04x alone, less with q_regs=4; kept as an option)
     p_regs: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
@@ -115,6 +116,8 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key}: {why}")
         if self.q_by_compute is None:
             object.__setattr__(self, "q_by_compute", self.spec.kv_format != "auto" or self.narrow)
+        if self.q_regs is None:
+            object.__setattr__(self, "q_regs", 4 if not self.narrow and self.spec.kv_format == "auto" else 0)
         if self.q_regs not in (0, 4, 6, 8) or (self.q_regs and (self.narrow or self.spec.kv_format != "auto")):
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"q_regs={self.q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16 cache "

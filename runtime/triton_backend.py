@@ -74,6 +74,11 @@ class _Args:
         self.fixed(view.kv_scale)
 
 
+def _cp_async_rows(q: torch.Tensor) -> bool:
+    """Whether q's rows can be copied by 16-byte cp.async: unit last stride, 8-element row strides."""
+    return q.stride(2) == 1 and q.stride(0) % 8 == 0 and q.stride(1) % 8 == 0 and q.shape[2] % 8 == 0
+
+
 def _hooked(hook) -> bool:
     """Whether a Triton launch hook is set: not None and, for a HookChain, holding a call."""
     return hook is not None and bool(getattr(hook, "calls", True))
@@ -165,15 +170,21 @@ class TritonLaunch:
         mod = load_module(spec)
         T, H, _ = q.shape
         self.fwd = self.combine = None
+        self.gluon = config.gluon
         if T == 0:
             return
         S = config.num_splits
         self.device = q.device
         lse_strides = (lse.stride(0), lse.stride(1)) if lse is not None else (0, 0)
 
+        # The Gluon kernel copies Q by cp.async, 16 bytes at a time: its rows need a unit last stride and
+        # 16-byte aligned starts. A q without them is copied into a tensor that has them, per call.
+        self.q_strides = None
+        if config.gluon and not _cp_async_rows(q):
+            self.q_strides = (H * q.shape[2], q.shape[2], 1)
         fwd = _Args()
         fwd.per_call(_Q)
-        fwd.fixed(q.stride(0), q.stride(1), q.stride(2))
+        fwd.fixed(*(self.q_strides or q.stride()))
         fwd.cache(view, indices, _IDX, _TOPK_LEN, topk_length is not None)
         flags = [topk_length is not None]
         if extra_view is not None:
@@ -253,6 +264,8 @@ class TritonLaunch:
             return
         if self.ws_numel and _workspaces.get(self.device) is not self.ws_buf:
             self._attach_workspace()
+        if self.q_strides is not None or (self.gluon and q.data_ptr() % 16):
+            q = torch.empty_strided(q.shape, self.q_strides or q.stride(), dtype=q.dtype, device=q.device).copy_(q)
         vals = (q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale)
         compiled = self.fwd(vals)
         if compiled is not None:

@@ -137,7 +137,9 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     unit = GluonKernel.for_config(KernelSpec(), Config(16, 64, 2, 12, 2, gluon=True))
     # (Q loaded by the computing warp group: the narrow kernel and fp8 caches, session 17's rule)
     assert unit.key == KernelSpec().key + "-gluon-h16-l2-qc" and unit.narrow and unit.loaders == 2
-    assert GluonKernel(KernelSpec()).key == KernelSpec().key + "-gluon"
+    # (Q's first 256 columns in B's registers: the wide bf16 kernel, session 18's rule)
+    assert GluonKernel(KernelSpec()).key == KernelSpec().key + "-gluon-qr4"
+    assert GluonKernel(KernelSpec(), q_regs=0).key == KernelSpec().key + "-gluon"
     assert GluonKernel(KernelSpec(kv_format="fp8_e4m3")).key == KernelSpec(kv_format="fp8_e4m3").key + "-gluon-qc"
     assert GluonKernel(KernelSpec(), 16, q_by_compute=False).key == KernelSpec().key + "-gluon-h16-l1"
     # 16 heads with one stage: two programs per SM, the register limit set at launch
@@ -179,7 +181,7 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     # only, so under Triton's interpreter a gluon config is refused with a clear error.
     spec = KernelSpec(num_heads=64, page_size=16, has_sink=True)
     mod = load_module(GluonKernel(spec))
-    assert mod.SPEC_KEY == spec.key + "-gluon" and mod.PAGE_SIZE.value == 16
+    assert mod.SPEC_KEY == spec.key + "-gluon-qr4" and mod.PAGE_SIZE.value == 16
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     q = torch.randn(2, 64, 576).to(torch.bfloat16)
     kv = torch.randn(64, 576).to(torch.bfloat16)
