@@ -1,6 +1,7 @@
 """Issue 7 diagnostic (session 17; prepared, not yet run): where a Gluon kernel's time goes, read from a
 profile build of the shipped entry (GluonKernel.profile: clock64 stamps at the phase boundaries of
-every partition, 16 slots per program; templates/sparse_mla_gluon.py.jinja's header lists them).
+every partition and sums of cycles spent waiting at and working between its barriers, 32 slots per
+program; templates/sparse_mla_gluon.py.jinja's header lists them).
 
 For each row (FORMAT:H:T, FORMAT one of the suite's formats): the shipped config's profile build is
 warmed up on the tuner's rotating timing inputs, then one call on a set it has not seen for a while
@@ -30,7 +31,13 @@ PHASES = [("compute group starts", 0, 1), ("tile 0 ready", 0, 2), ("tile 0 compu
           ("loader: tile 0 in", 8, 9), ("loader: all tiles in", 8, 10), ("program", 0, 5)]
 WIDE = [("A starts", 0, 11), ("A: tile 0's P.V", 11, 12), ("A: all P.V", 11, 13), ("A: written", 13, 14)]
 SECOND_LOADER = [("2nd loader starts", 0, 11), ("2nd loader: tile 1 in", 11, 12), ("2nd loader: all in", 11, 13)]
-_buffers = []  # (module name, int64 tensor [programs, 16]) of every profile launch prepared
+# (name, slot): sums over a program's tiles, printed per tile
+PER_TILE = [("compute: wait for stage", 16), ("compute: stage to free", 17), ("loader: wait for free", 18),
+            ("loader: free to ready", 19)]
+WIDE_PER_TILE = [("A: wait for P", 22)]
+SECOND_PER_TILE = [("2nd loader: wait for free", 20), ("2nd loader: free to ready", 21)]
+SLOTS = 32
+_buffers = []  # (module name, int64 tensor [programs, SLOTS]) of every profile launch prepared
 _plain_init = tb._Kernel.__init__
 
 
@@ -38,7 +45,7 @@ def _init_with_prof(self, jit_fn, grid, args, constexprs, options, device):
     _plain_init(self, jit_fn, grid, args, constexprs, options, device)
     module = getattr(getattr(jit_fn, "fn", None), "__module__", "")
     if "_prof" in module:  # (a profile build's module name: ..._prof_<hash>)
-        buf = torch.zeros(grid[0], 16, dtype=torch.int64, device=device)
+        buf = torch.zeros(grid[0], SLOTS, dtype=torch.int64, device=device)
         self.kw["prof"] = buf
         _buffers.append((module, buf))
 
@@ -49,7 +56,7 @@ def stats(v: torch.Tensor) -> str:
 
 
 def report(row: str, spec: KernelSpec, cfg, module: str, st: torch.Tensor) -> str:
-    """The phase table of one profile launch's stamps ``st`` (int64 [programs, 16], on the CPU)."""
+    """The phase table of one profile launch's stamps ``st`` (int64 [programs, SLOTS], on the CPU)."""
     n = st.shape[0]
     per_split = -(-spec.topk // cfg.num_splits)
     tiles = -(-per_split // 64)
@@ -65,6 +72,10 @@ def report(row: str, spec: KernelSpec, cfg, module: str, st: torch.Tensor) -> st
         ok = (st[:, a] != 0) & (st[:, b] != 0)
         if ok.any():
             lines.append(f"  {name:24s} {stats(st[ok, b] - st[ok, a])}")
+    per_tile = WIDE_PER_TILE if cfg.block_h == 64 else SECOND_PER_TILE if cfg.num_warps == 12 else []
+    for name, slot in PER_TILE + per_tile:
+        if st[:, slot].any():  # (per tile: a loader of two takes every other tile)
+            lines.append(f"  {name + ', per tile':24s} {stats(st[:, slot] / (tiles / 2 if cfg.num_warps == 12 and slot >= 18 else tiles))}")
     return "\n".join(lines)
 
 
