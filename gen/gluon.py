@@ -102,6 +102,9 @@ class GluonKernel:
     # session 18 (benchmarks/results/session18/README.md): 4 with a bf16 cache (1.01-1.08x faster in
     # all six rows timed, 6 and 8 less), 0 otherwise (with an fp8 cache B has 160 registers).
     q_regs: int | None = None
+    # Q copied by cp.async, every chunk in flight before any is waited for (True, session 18), or loaded
+    # into registers and stored a chunk at a time (False: the template before session 18, for A/B runs)
+    q_async: bool = True
     # The wide kernel's S group takes P for its own P.V share from registers, not back from shared
     # memory (measured in session 18: 1.01-1.04x alone, less with q_regs=4; kept as an option)
     p_regs: bool = False
@@ -145,7 +148,7 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         return parts + (["qc"] if self.q_by_compute else []) + ([f"qr{self.q_regs}"] if self.q_regs else []) \
-            + (["pr"] if self.p_regs else []) + (["prof"] if self.profile else [])
+            + (["pr"] if self.p_regs else []) + ([] if self.q_async else ["ql"]) + (["prof"] if self.profile else [])
 
     @property
     def key(self) -> str:
@@ -158,4 +161,4 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs, profile=self.profile)
+                    p_regs=self.p_regs, q_async=self.q_async, profile=self.profile)
