@@ -21,7 +21,10 @@ tokens up), with one loading warp group and, for fp8 caches, two; 16-head progra
 stage, two programs per SM (session 16; --one-stage: only those). Specs with more than 32 heads get
 16-head programs at T=1 only, with 8, 16 or 32 splits (session 16), and with one stage 16 or 32.
 --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as
-fp8_e4m3-qk576), and the buckets of these token counts (default: all). Winners are written as they
+fp8_e4m3-qk576), and the buckets of these token counts (default: all). A token count of --tokens that a
+spec has no bucket for gets one (not with --remeasure): the entry of the bucket that serves it now is the
+shipped config there, and the candidates are its neighbours (session 18: bf16 NoPE T=32 H=128 ran the
+T=16 entry's 4 splits, 0.84x FlashInfer). Winners are written as they
 are found, so a run cut short keeps them.
 """
 from __future__ import annotations
@@ -34,7 +37,7 @@ import torch
 from sparsemla.gen.gluon import unsupported
 from sparsemla.gen.gpu_measure import GpuMeasurer
 from sparsemla.gen.spec import Config, KernelSpec, config_label
-from sparsemla.gen.tuned_table import (TunedEntry, device_provenance, gpu_dirname, load_tables,
+from sparsemla.gen.tuned_table import (TunedEntry, bucket_for, device_provenance, gpu_dirname, load_tables,
                                        software_provenance, today, write_table)
 
 
@@ -83,7 +86,9 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
             if unsupported(spec) or (heads and spec.num_heads not in heads) \
                     or (formats and not any(f == spec.kv_format or f in key for f in formats)):
                 continue
-            for b, entry in sorted(buckets.items()):
+            served = {} if remeasure or not tokens else \
+                {t: buckets[bucket_for(t, sorted(buckets))] for t in tokens if t not in buckets}
+            for b, entry in sorted({**buckets, **served}.items()):
                 if (remeasure and not entry.config.gluon) or (tokens and b not in tokens):
                     continue
                 base = measure(spec, entry.config, b)
@@ -102,10 +107,16 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
                     cmp = measure.compare(spec, best_cfg, b)
                     fi, ours = cmp.get("flashinfer_us"), cmp.get("triton_bench_us")
                     backend = "flashinfer" if fi is not None and ours is not None and fi < ours else "triton"
-                    write_table(path, gpu, {key: {b: TunedEntry(best_cfg, b, backend, best, fi, tried, today(),
-                                                                "tuned", ours, entry.default_time_us)}}, prov)
+                    write_table(path, gpu, {key: {b: TunedEntry(best_cfg, b, backend, best, fi, tried, today(), "tuned",
+                                                                ours, None if b in served else entry.default_time_us)}},
+                                prov)
                     won += 1
                     line += f" -> {config_label(best_cfg)} (do_bench {ours}, FlashInfer {fi}: {backend})"
+                elif b in served:  # a new bucket: the config that served it, now measured there
+                    write_table(path, gpu, {key: {b: TunedEntry(best_cfg, b, entry.backend, best, None, tried, today(),
+                                                                "tuned")}}, prov)
+                    won += 1
+                    line += f" -> new bucket, {config_label(best_cfg)} as served before"
                 else:
                     line += " -> shipped kept"
                 print(line, flush=True)

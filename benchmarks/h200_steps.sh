@@ -1,10 +1,13 @@
 # Steps shared by the H200 call scripts (sourced: `. benchmarks/h200_steps.sh`). Each writes under
 # $OUT and prints a short summary; the full logs stay in $OUT.
 
-bench_rows() {  # FORMAT HEADS TOKENS LIMIT_S [TUNED_DIR]: one `sparsemla bench` run of those rows
+bench_rows() {  # FORMAT HEADS TOKENS LIMIT_S [TUNED_DIR]: one `sparsemla bench` run of those rows, into
+  # $OUT/bench_FORMAT_hHEADS_tTOKENS (named by its tokens too: two runs of one format and head count must
+  # not overwrite each other's results, as call 2 of session 18 did)
+  local name="bench_$1_h$2_t${3//,/_}"
   env ${5:+SPARSEMLA_TUNED_DIR="$5"} timeout "$4" python3 -m sparsemla.cli bench --no-prefill --formats "$1" \
-    --tokens "$3" --heads "$2" --out "$OUT/bench_$1_h$2" > "$OUT/bench_$1_h$2.log" 2>&1
-  echo "== bench $1 H=$2 rc=$?"; grep "^| $1 " "$OUT/bench_$1_h$2.log" | sort -u | cut -c1-100
+    --tokens "$3" --heads "$2" --out "$OUT/$name" > "$OUT/$name.log" 2>&1
+  echo "== bench $1 H=$2 rc=$?"; grep "^| $1 " "$OUT/$name.log" | sort -u | cut -c1-100
 }
 
 bench_within() {  # LIMIT_S TUNED_DIR "FORMAT HEADS TOKENS"...: bench_rows of each row in turn while at

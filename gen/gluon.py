@@ -102,9 +102,13 @@ class GluonKernel:
     # session 18 (benchmarks/results/session18/README.md): 4 with a bf16 cache (1.01-1.08x faster in
     # all six rows timed, 6 and 8 less), 0 otherwise (with an fp8 cache B has 160 registers).
     q_regs: int | None = None
-    # Q copied by cp.async, every chunk in flight before any is waited for (True, session 18), or loaded
-    # into registers and stored a chunk at a time (False: the template before session 18, for A/B runs)
-    q_async: bool = True
+    # Q copied by cp.async, every chunk in flight before any is waited for (True), or loaded into
+    # registers and stored a chunk at a time (False, the template before session 18). None: the rule
+    # measured in session 18 (benchmarks/results/session18/README.md, calls 3 and 4): cp.async but for
+    # 16-head programs with an fp8_e4m3 cache and d_qk 576, where the old load was 2-5% faster in all
+    # three rows timed (T=256 H=16 twice, T=128 H=16); elsewhere (32-head programs with that cache too)
+    # cp.async was as fast or up to 9% faster.
+    q_async: bool | None = None
     # The wide kernel's S group takes P for its own P.V share from registers, not back from shared
     # memory (measured in session 18: 1.01-1.04x alone, less with q_regs=4; kept as an option)
     p_regs: bool = False
@@ -119,6 +123,9 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key}: {why}")
         if self.q_by_compute is None:
             object.__setattr__(self, "q_by_compute", self.spec.kv_format != "auto" or self.narrow)
+        if self.q_async is None:
+            object.__setattr__(self, "q_async", not (self.block_h == 16 and self.spec.kv_format == "fp8_e4m3"
+                                                     and self.spec.d_qk == 576))
         if self.q_regs is None:
             object.__setattr__(self, "q_regs", 4 if not self.narrow and self.spec.kv_format == "auto" else 0)
         if self.q_regs not in (0, 4, 6, 8) or (self.q_regs and (self.narrow or self.spec.kv_format != "auto")):
