@@ -1,6 +1,17 @@
 # Steps shared by the H200 call scripts (sourced: `. benchmarks/h200_steps.sh`). Each writes under
 # $OUT and prints a short summary; the full logs stay in $OUT.
 
+check_tables() {  # stop the call (exit 3) when the installed package's H200 table is ignored: a template
+  # changed after the table was stamped, so every step would measure default configs (session 18, call 6)
+  python3 - <<'PY' || { echo "== the installed H200 tuned table is ignored: call stopped"; exit 3; }
+import sys
+from sparsemla.gen.tuned_table import load_table, package_dir
+n = len(load_table(package_dir() / "NVIDIA_H200" / "sparse_mla.json"))
+print(f"== installed H200 tuned table: {n} specs accepted")
+sys.exit(0 if n else 1)
+PY
+}
+
 bench_rows() {  # FORMAT HEADS TOKENS LIMIT_S [TUNED_DIR]: one `sparsemla bench` run of those rows, into
   # $OUT/bench_FORMAT_hHEADS_tTOKENS (named by its tokens too: two runs of one format and head count must
   # not overwrite each other's results, as call 2 of session 18 did)

@@ -512,6 +512,15 @@ def test_shipped_tables_parse():
         assert load_table(path, check_provenance=False), path
 
 
+def test_shipped_tables_are_stamped_with_this_template():
+    # A template change that is not re-stamped (benchmarks/ptx_same.py, then restamp.py) or re-tuned
+    # makes every GPU ignore its table and run default configs (as a device call of session 18 did).
+    import json
+    from sparsemla.gen.render import attention_template_hash
+    for path in tuned_table.package_dir().glob("*/sparse_mla.json"):
+        assert json.load(open(path))["provenance"]["template_hash"] == attention_template_hash(), path
+
+
 # ---------------------------------------------------------------- the GPU measurer's CPU-side parts
 
 @pytest.mark.parametrize("fmt,d_qk,page", [("auto", 576, 1), ("fp8_e4m3", 512, 16),
