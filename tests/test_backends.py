@@ -388,3 +388,15 @@ def test_info(capsys):
     assert "no GPU" in text and "arch: sm" in text and "triton " in text
     assert ("flashinfer not installed" in text) != fb.available()
     assert "tuned table:" in text
+
+
+def test_q_rows_the_gluon_kernel_copies_by_cp_async():
+    # The Gluon kernel copies Q 16 bytes at a time: rows with a unit last stride, 8-element row strides.
+    # The runtime copies any other q before launching it (checked with such a q on the GPU:
+    # benchmarks/gpu_correctness.py).
+    from sparsemla.runtime.triton_backend import _cp_async_rows
+    q = torch.zeros(4, 16, 576, dtype=torch.bfloat16)
+    assert _cp_async_rows(q) and _cp_async_rows(q.transpose(0, 1))
+    assert _cp_async_rows(torch.zeros(4, 16, 640, dtype=torch.bfloat16)[..., :576])
+    assert not _cp_async_rows(torch.zeros(4, 16, 579, dtype=torch.bfloat16)[..., :576])
+    assert not _cp_async_rows(torch.zeros(4, 576, 16, dtype=torch.bfloat16).transpose(1, 2))

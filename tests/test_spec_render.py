@@ -141,7 +141,7 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     assert GluonKernel(KernelSpec()).key == KernelSpec().key + "-gluon-qr4"
     assert GluonKernel(KernelSpec(), q_regs=0).key == KernelSpec().key + "-gluon"
     assert GluonKernel(KernelSpec(kv_format="fp8_e4m3")).key == KernelSpec(kv_format="fp8_e4m3").key + "-gluon-qc"
-    # (Q loaded chunk by chunk, not by cp.async: the narrow kernel with fp8_e4m3 and d_qk 576, session 18)
+    # (Q loaded chunk by chunk, not by cp.async: 16-head programs with fp8_e4m3 and d_qk 576, session 18)
     assert GluonKernel(KernelSpec(kv_format="fp8_e4m3"), 16).key.endswith("-gluon-h16-l1-qc-ql")
     assert GluonKernel(KernelSpec(kv_format="fp8_e4m3", d_qk=512), 16).key.endswith("-gluon-h16-l1-qc")
     assert GluonKernel(KernelSpec(), 16, q_by_compute=False).key == KernelSpec().key + "-gluon-h16-l1"
