@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Prepared at the end of session 18, not yet run (its device time was spent): the bench rows of Gluon
-# entries last measured before session 18's template changes (Q by cp.async), beside FlashInfer. Session
-# 18's call 6 meant to run them but measured default configs: the template changed in the working tree
-# as the call started, so the installed table was ignored (check_tables now stops such a call). Then the
-# phase timeline with the computing group's work split into S's wgmma, softmax and P.V.
+# Prepared at the end of session 18, not yet run (its device time was spent). First GluonKernel.early_free
+# against the shipped narrow entries. Then the bench rows of Gluon entries last measured before session
+# 18's template change (Q by cp.async), beside FlashInfer: session 18's call 6 meant to run them but
+# measured default configs (a template edit in the working tree as the call started made the installed
+# table stale; check_tables now stops such a call). Last, the phase timeline with the computing group's
+# work split into S's wgmma, the softmax and P.V.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-bench_within 420 "" "fp8_ds_mla 128 128" "model1 128 128" "model1 128 1,4,16,32,64,256,4096" \
+# GluonKernel.early_free (prepared in session 18, compile-checked only: the narrow kernel's P.V in halves,
+# the first half's value columns and the rope freed for the loader while the second runs; 0 B spilled
+# with two stages, 80-104 B with one on Triton 3.6) against the shipped entries
+timeout 150 python3 benchmarks/calls/gluon_variant.py early_free=True \
+  --rows fp8:16:256,fp8_nope:16:256,model1:16:256,fp8_ds_mla:16:256,bf16:16:256,fp8:16:128,bf16:128:1,bf16:32:128 \
+  > "$OUT/gluon_variant.log" 2>&1
+echo "== gluon_variant rc=$?"; grep "^| \|FAILED\|Error" "$OUT/gluon_variant.log" | sort -u
+bench_within 360 "" "fp8_ds_mla 128 128" "model1 128 128" "model1 128 1,4,16,32,64,256,4096" \
   "fp8_ds_mla 128 4,16,32,64,256,4096" "bf16 32 1,4,16,64,128,256" "bf16 16 16,64,128,256" \
   "fp8 128 4,16,32,64,256,4096" "model1 16 1,4,16,64,128" "fp8_ds_mla 16 1,4,16,64,128" \
   "bf16_nope 32 1,4,16,64,128,256" "bf16_nope 16 16,64,128,256" "fp8_nope 128 4,16,64,128,256,4096" \

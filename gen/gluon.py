@@ -112,6 +112,10 @@ class GluonKernel:
     # The wide kernel's S group takes P for its own P.V share from registers, not back from shared
     # memory (measured in session 18: 1.01-1.04x alone, less with q_regs=4; kept as an option)
     p_regs: bool = False
+    # The narrow kernel's P.V in two halves of 256 value columns, the first half's columns (and the rope)
+    # freed for the loading group while the second half runs (a candidate prepared in session 18, not yet
+    # measured: with one stage a tile costs the computing group's work plus the loader's fill)
+    early_free: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -135,6 +139,9 @@ class GluonKernel:
         if self.p_regs and self.narrow:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, p_regs=True: "
                              "expected block_h 64 (the narrow kernel's P is wgmma's B operand, read from shared memory)")
+        if self.early_free and not self.narrow:
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, early_free=True: "
+                             "expected block_h 16 or 32 (the wide kernel's groups free a stage together)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -155,7 +162,8 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         return parts + (["qc"] if self.q_by_compute else []) + ([f"qr{self.q_regs}"] if self.q_regs else []) \
-            + (["pr"] if self.p_regs else []) + ([] if self.q_async else ["ql"]) + (["prof"] if self.profile else [])
+            + (["pr"] if self.p_regs else []) + ([] if self.q_async else ["ql"]) + (["ef"] if self.early_free else []) \
+            + (["prof"] if self.profile else [])
 
     @property
     def key(self) -> str:
@@ -168,4 +176,4 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs, q_async=self.q_async, profile=self.profile)
+                    p_regs=self.p_regs, q_async=self.q_async, early_free=self.early_free, profile=self.profile)

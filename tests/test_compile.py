@@ -141,6 +141,14 @@ assert unit.q_regs == 4, unit.key
 compiled = compile_module(load_compilable_module(unit), spec, Config(64, 64, 1, 8, 2, gluon=True), "sm90")
 out["auto h64 qr4 pr"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                            setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
+# the narrow kernel's P.V in halves, the first half's columns freed for the loader early
+# (GluonKernel.early_free, a candidate)
+for fmt, kw in (("auto", {}), ("fp8_ds_mla", dict(page_size=64))):
+    spec = KernelSpec(kv_format=fmt, num_heads=16, arch="sm90", **kw)
+    unit = GluonKernel(spec, 16, early_free=True)
+    compiled = compile_module(load_compilable_module(unit), spec, Config(16, 64, 2, 8, 2, gluon=True), "sm90")
+    out[f"{fmt} h16 early free"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                                        setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
 # a profile build (clock stamps into a last, keyword argument; benchmarks/calls/gluon_timeline.py)
 unit = GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16, profile=True)
 compiled = compile_module(load_compilable_module(unit), unit.spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90")

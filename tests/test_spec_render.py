@@ -172,6 +172,12 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     assert "_stamp(prof, 15)" in src and "    prof,  # int64" in src and "_stamp" not in render.render_source(GluonKernel(KernelSpec(), 16))
     with pytest.raises(ValueError, match="p_regs=True: expected block_h 64"):
         GluonKernel(KernelSpec(), 16, p_regs=True)
+    # the narrow kernel's P.V in halves, the first half's columns freed early (a candidate)
+    assert GluonKernel(KernelSpec(), 16, early_free=True).key.endswith("-gluon-h16-l1-qc-ef")
+    src = render.render_source(GluonKernel(KernelSpec(), 16, early_free=True))
+    assert "FREE_HI + stage" in src and "FREE_HI" not in render.render_source(GluonKernel(KernelSpec(), 16))
+    with pytest.raises(ValueError, match="early_free=True: expected block_h 16 or 32"):
+        GluonKernel(KernelSpec(), 64, early_free=True)
     for kw, q_regs in ((dict(block_h=16), 4), (dict(), 3), (dict(spec=KernelSpec(kv_format="fp8_e4m3")), 4)):
         with pytest.raises(ValueError, match=f"q_regs={q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16"):
             GluonKernel(**{"spec": KernelSpec(), **kw}, q_regs=q_regs)
