@@ -19,7 +19,8 @@ candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program
 two 16-head programs with a bf16 cache) at the shipped split count, half and double it (and 1 from 64
 tokens up), with one loading warp group and, for fp8 caches, two; 16-head programs also with one
 stage, two programs per SM (session 16; --one-stage: only those). Specs with more than 32 heads get
-16-head programs at T=1 only, with 8, 16 or 32 splits (session 16), and with one stage 16 or 32.
+narrow programs at T=1 only: 16 heads with 8, 16 or 32 splits (session 16), with one stage 16 or 32,
+and 32 heads with 16 or 32 splits (session 18).
 --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as
 fp8_e4m3-qk576), and the buckets of these token counts (default: all). A token count of --tokens that a
 spec has no bucket for gets one (not with --remeasure): the entry of the bucket that serves it now is the
@@ -57,7 +58,12 @@ def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_onl
         if tokens != 1:
             return []
         one = [Config(16, 64, n, 8, 1, gluon=True) for n in (16, 32)]
-        return one if one_stage_only else [Config(16, 64, n, 8, 2, gluon=True) for n in (8, 16, 32)] + one
+        # 32-head programs too (session 18, not yet measured): a wgmma with 32 heads as N reads shared
+        # memory for twice the work of one with 16, and each tile is gathered by half as many programs;
+        # with 32 splits a program has one tile (a 16-head program at 16 splits spends 4.7K of its 10.7K
+        # cycles on its two tiles)
+        wide_n = [Config(32, 64, n, 8, 2, gluon=True) for n in (16, 32)]
+        return one if one_stage_only else [Config(16, 64, n, 8, 2, gluon=True) for n in (8, 16, 32)] + one + wide_n
     # 32 heads also as two 16-head programs with a bf16 cache (fp8 tries its two loader counts instead)
     bf16 = spec.kv_format == "auto"
     block_hs = (16,) if spec.num_heads <= 16 else (32, 16) if bf16 else (32,)

@@ -25,10 +25,11 @@ TRITON_CASES = [(s, f, px, False, 128, 64, 8, 2) for s in (1, 4) for f in ("plai
 # The wide Gluon kernel at 128 heads, and at 32 and 16 (one 64-row block with the rest masked); the
 # narrow one (heads as wgmma's N) at 16, 32 and 24 heads (two 16-head blocks, the second half masked),
 # with one loading warp group or (fp8) two, 16-head programs with one stage (two per SM), and 128 heads
-# as eight 16-head programs (the T=1 entries of session 16).
+# as eight 16-head programs (the T=1 entries of session 16) or four 32-head ones (session 18's candidate).
 GLUON_CASES = [(s, f, False, True, h, bh, w, st) for h, bh, w, st in (
     (128, 64, 8, 2), (32, 64, 8, 2), (16, 64, 8, 2), (16, 16, 8, 2), (32, 32, 8, 2), (24, 16, 8, 2), (16, 16, 12, 2),
-    (32, 32, 12, 2), (16, 16, 8, 1), (24, 16, 8, 1), (128, 16, 8, 2)) for s in (1, 4) for f in ("plain", "sink+lse")]
+    (32, 32, 12, 2), (16, 16, 8, 1), (24, 16, 8, 1), (128, 16, 8, 2), (128, 32, 8, 2)) for s in (1, 4)
+    for f in ("plain", "sink+lse")]
 only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1")]
 kernel_cases = [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
