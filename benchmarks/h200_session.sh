@@ -10,6 +10,9 @@ set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
+# bf16 NoPE's Gluon cases (with 32-head programs at 128 heads) did not run in session 18
+timeout 90 python3 benchmarks/gpu_correctness.py auto_nope512 gluon > "$OUT/gpu_correctness_nope.log" 2>&1
+echo "== gpu_correctness bf16 NoPE Gluon rc=$?"; grep -c " ok$" "$OUT/gpu_correctness_nope.log"; grep "FAIL\|Error\|all ok" "$OUT/gpu_correctness_nope.log" | head -5
 # GluonKernel.early_free (prepared in session 18, compile-checked only: the narrow kernel's P.V in halves,
 # the first half's value columns and the rope freed for the loader while the second runs; 0 B spilled
 # with two stages, 80-104 B with one on Triton 3.6) against the shipped entries
