@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepared at the end of session 18, not yet run (its device time was spent). First GluonKernel.early_free
-# against the shipped narrow entries, and 32-head programs at T=1 for 64 and 128 heads. Then the bench
+# against the shipped narrow entries, GluonKernel.defer_pv against the wide ones, and 32-head programs at
+# T=1 for 64 and 128 heads. Then the bench
 # rows of Gluon entries last measured before session 18's template change (Q by cp.async), beside
 # FlashInfer: session 18's call 6 meant to run them but measured default configs (a template edit in the
 # working tree as the call started made the installed table stale; check_tables now stops such a call).
@@ -20,6 +21,12 @@ timeout 150 python3 benchmarks/calls/gluon_variant.py early_free=True \
   --rows fp8:16:256,fp8_nope:16:256,model1:16:256,fp8_ds_mla:16:256,bf16:16:256,fp8:16:128,bf16:128:1,bf16:32:128 \
   > "$OUT/gluon_variant.log" 2>&1
 echo "== gluon_variant rc=$?"; grep "^| \|FAILED\|Error" "$OUT/gluon_variant.log" | sort -u
+# GluonKernel.defer_pv (prepared in session 18, compile-checked only: group B of the wide kernel leaves its
+# P.V running into the next tile's S; 0 B spilled) against the shipped wide entries
+timeout 150 python3 benchmarks/calls/gluon_variant.py defer_pv=True \
+  --rows bf16:128:4,bf16:128:32,bf16:128:128,bf16:64:128,bf16_nope:128:128,bf16:128:4096,fp8:128:128,model1:128:128 \
+  > "$OUT/gluon_variant_dp.log" 2>&1
+echo "== gluon_variant defer_pv rc=$?"; grep "^| \|FAILED\|Error" "$OUT/gluon_variant_dp.log" | sort -u
 # 32-head programs at T=1 for 64 and 128 heads (gluon_select.py's new candidates), then those rows benched
 # with the selection's table over the package's
 mkdir -p "$OUT/select_t1"

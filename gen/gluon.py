@@ -116,6 +116,10 @@ class GluonKernel:
     # freed for the loading group while the second half runs (a candidate prepared in session 18, not yet
     # measured: with one stage a tile costs the computing group's work plus the loader's fill)
     early_free: bool = False
+    # The wide kernel's group B leaves its P.V of tile j running while it waits for tile j + 1 and issues
+    # its S, and frees tile j's stage once that P.V is done (a candidate prepared in session 18, not yet
+    # measured: B bounds the wide kernel, 2826 cycles a tile at T=128 H=128)
+    defer_pv: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -139,6 +143,9 @@ class GluonKernel:
         if self.p_regs and self.narrow:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, p_regs=True: "
                              "expected block_h 64 (the narrow kernel's P is wgmma's B operand, read from shared memory)")
+        if self.defer_pv and self.narrow:
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, defer_pv=True: "
+                             "expected block_h 64 (group B of the wide kernel)")
         if self.early_free and not self.narrow:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, early_free=True: "
                              "expected block_h 16 or 32 (the wide kernel's groups free a stage together)")
@@ -157,12 +164,13 @@ class GluonKernel:
 
     @property
     def _variant(self) -> list[str]:
-        """What sets this variant apart, as name parts ([] for the wide kernel as the tables run it)."""
+        """What sets this variant apart, as name parts (after the spec's key and "gluon")."""
         parts = []
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         return parts + (["qc"] if self.q_by_compute else []) + ([f"qr{self.q_regs}"] if self.q_regs else []) \
             + (["pr"] if self.p_regs else []) + ([] if self.q_async else ["ql"]) + (["ef"] if self.early_free else []) \
+            + (["dp"] if self.defer_pv else []) \
             + (["prof"] if self.profile else [])
 
     @property
@@ -176,4 +184,5 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs, q_async=self.q_async, early_free=self.early_free, profile=self.profile)
+                    p_regs=self.p_regs, q_async=self.q_async, early_free=self.early_free, defer_pv=self.defer_pv,
+                    profile=self.profile)

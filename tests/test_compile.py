@@ -149,6 +149,12 @@ for fmt, kw in (("auto", {}), ("fp8_ds_mla", dict(page_size=64))):
     compiled = compile_module(load_compilable_module(unit), spec, Config(16, 64, 2, 8, 2, gluon=True), "sm90")
     out[f"{fmt} h16 early free"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                                         setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
+# group B's P.V left running into the next tile (GluonKernel.defer_pv, a candidate)
+spec = KernelSpec(num_heads=128, arch="sm90")
+compiled = compile_module(load_compilable_module(GluonKernel(spec, 64, defer_pv=True)), spec,
+                          Config(64, 64, 1, 8, 2, gluon=True), "sm90")
+out["auto h64 defer pv"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                                setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
 # a profile build (clock stamps into a last, keyword argument; benchmarks/calls/gluon_timeline.py)
 unit = GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16, profile=True)
 compiled = compile_module(load_compilable_module(unit), unit.spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90")
