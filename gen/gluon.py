@@ -110,7 +110,8 @@ class GluonKernel:
     # cp.async was as fast or up to 9% faster.
     q_async: bool | None = None
     # The wide kernel's S group takes P for its own P.V share from registers, not back from shared
-    # memory (measured in session 18: 1.01-1.04x alone, less with q_regs=4; kept as an option)
+    # memory (session 18: 1.01-1.04x alone; beside q_regs=4 slower than q_regs=4 alone in 4 of 6 rows;
+    # kept as an option)
     p_regs: bool = False
     # The narrow kernel's P.V in two halves of 256 value columns, the first half's columns (and the rope)
     # freed for the loading group while the second half runs (a candidate prepared in session 18, not yet
@@ -168,10 +169,9 @@ class GluonKernel:
         parts = []
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
-        return parts + (["qc"] if self.q_by_compute else []) + ([f"qr{self.q_regs}"] if self.q_regs else []) \
-            + (["pr"] if self.p_regs else []) + ([] if self.q_async else ["ql"]) + (["ef"] if self.early_free else []) \
-            + (["dp"] if self.defer_pv else []) \
-            + (["prof"] if self.profile else [])
+        flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
+                 ("ql", not self.q_async), ("ef", self.early_free), ("dp", self.defer_pv), ("prof", self.profile)]
+        return parts + [name for name, on in flags if on]
 
     @property
     def key(self) -> str:
