@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prepared at the end of session 18, not yet run (its device time was spent); about 9 minutes. bf16
-# NoPE's Gluon correctness cases, GluonKernel.early_free against the shipped narrow entries,
-# GluonKernel.defer_pv against the wide ones, and 32-head programs at T=1 for 64 and 128 heads (selected,
-# then benched with the selection's table). benchmarks/h200_session2.sh is the call after it.
+# Prepared at the end of session 18, not yet run (its device time was spent); about 8 minutes: bf16
+# NoPE's Gluon correctness cases, then three candidates against the shipped entries (each checked like a
+# tuning trial): GluonKernel.early_free (narrow entries), defer_pv and two_consumers (wide ones).
+# benchmarks/h200_session2.sh is the call after it.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
@@ -14,21 +14,21 @@ echo "== gpu_correctness bf16 NoPE Gluon rc=$?"; grep -c " ok$" "$OUT/gpu_correc
 # GluonKernel.early_free (prepared in session 18, compile-checked only: the narrow kernel's P.V in halves,
 # the first half's value columns and the rope freed for the loader while the second runs; 0 B spilled
 # with two stages, 80-104 B with one on Triton 3.6) against the shipped entries
-timeout 130 python3 benchmarks/calls/gluon_variant.py early_free=True \
+timeout 115 python3 benchmarks/calls/gluon_variant.py early_free=True \
   --rows fp8:16:256,fp8_nope:16:256,model1:16:256,fp8_ds_mla:16:256,bf16:16:256,fp8:16:128,bf16:128:1,bf16:32:128 \
   > "$OUT/gluon_variant.log" 2>&1
 echo "== gluon_variant rc=$?"; grep "^| \|FAILED\|Error" "$OUT/gluon_variant.log" | sort -u
 # GluonKernel.defer_pv (prepared in session 18, compile-checked only: group B of the wide kernel leaves its
 # P.V running into the next tile's S; 0 B spilled) against the shipped wide entries
-timeout 130 python3 benchmarks/calls/gluon_variant.py defer_pv=True \
+timeout 115 python3 benchmarks/calls/gluon_variant.py defer_pv=True \
   --rows bf16:128:4,bf16:128:32,bf16:128:128,bf16:64:128,bf16_nope:128:128,bf16:128:4096,fp8:128:128,model1:128:128 \
   > "$OUT/gluon_variant_dp.log" 2>&1
 echo "== gluon_variant defer_pv rc=$?"; grep "^| \|FAILED\|Error" "$OUT/gluon_variant_dp.log" | sort -u
-# 32-head programs at T=1 for 64 and 128 heads (gluon_select.py's new candidates), then those rows benched
-# with the selection's table over the package's
-mkdir -p "$OUT/select_t1"
-timeout 110 python3 benchmarks/gluon_select.py "$OUT/select_t1" --narrow --tokens 1 --formats auto --heads 64,128 \
-  > "$OUT/gluon_select_t1.log" 2>&1
-echo "== gluon_select T=1 rc=$?"; grep "T=\|written\|Error" "$OUT/gluon_select_t1.log" | cut -c50-300
-bench_within 60 "$OUT/select_t1" "bf16 128 1" "bf16_nope 128 1" "bf16 64 1" "bf16_nope 64 1"
+# GluonKernel.two_consumers (prepared in session 18, compile-checked only: FlashMLA's division of the wide
+# bf16 kernel, a producer and two consumers; 336 B spilled on Triton 3.6) against the shipped wide entries,
+# alone (a hang would cost only this step)
+timeout 120 python3 benchmarks/calls/gluon_variant.py two_consumers=True \
+  --rows bf16:128:4,bf16:128:32,bf16:128:128,bf16:64:128,bf16_nope:128:128,bf16:128:4096 \
+  > "$OUT/gluon_variant_x2.log" 2>&1
+echo "== gluon_variant two_consumers rc=$?"; grep "^| \|FAILED\|Error" "$OUT/gluon_variant_x2.log" | sort -u
 pack_out

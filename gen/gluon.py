@@ -121,6 +121,11 @@ class GluonKernel:
     # its S, and frees tile j's stage once that P.V is done (a candidate prepared in session 18, not yet
     # measured: B bounds the wide kernel, 2826 cycles a tile at T=128 H=128)
     defer_pv: bool = False
+    # The wide bf16 kernel as FlashMLA's sparse prefill divides the work (a candidate prepared in session
+    # 18, not yet measured): a producer warp group gathers; two consumers each own 256 output columns and
+    # compute S of alternate tiles, each one's softmax after the other published its running max, so one
+    # consumer's softmax runs under the other's wgmmas. Q stays in shared memory (no registers for it).
+    two_consumers: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -135,8 +140,14 @@ class GluonKernel:
         if self.q_async is None:
             object.__setattr__(self, "q_async", not (self.block_h == 16 and self.spec.kv_format == "fp8_e4m3"
                                                      and self.spec.d_qk == 576))
+        if self.two_consumers and (self.narrow or self.spec.kv_format != "auto" or self.q_regs or self.p_regs
+                                   or self.defer_pv):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, two_consumers=True: "
+                             "expected block_h 64, a bf16 cache, and no q_regs, p_regs or defer_pv (its own "
+                             "consumer structure)")
         if self.q_regs is None:
-            object.__setattr__(self, "q_regs", 4 if not self.narrow and self.spec.kv_format == "auto" else 0)
+            object.__setattr__(self, "q_regs", 4 if not self.narrow and self.spec.kv_format == "auto"
+                               and not self.two_consumers else 0)
         if self.q_regs not in (0, 4, 6, 8) or (self.q_regs and (self.narrow or self.spec.kv_format != "auto")):
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"q_regs={self.q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16 cache "
@@ -170,7 +181,8 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
-                 ("ql", not self.q_async), ("ef", self.early_free), ("dp", self.defer_pv), ("prof", self.profile)]
+                 ("ql", not self.q_async), ("ef", self.early_free), ("dp", self.defer_pv), ("x2", self.two_consumers),
+                 ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
     @property
@@ -185,4 +197,4 @@ class GluonKernel:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, early_free=self.early_free, defer_pv=self.defer_pv,
-                    profile=self.profile)
+                    x2=self.two_consumers, profile=self.profile)

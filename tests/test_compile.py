@@ -155,6 +155,12 @@ compiled = compile_module(load_compilable_module(GluonKernel(spec, 64, defer_pv=
                           Config(64, 64, 1, 8, 2, gluon=True), "sm90")
 out["auto h64 defer pv"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                                 setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
+# FlashMLA's division of the wide bf16 kernel: a producer and two consumers (GluonKernel.two_consumers, a
+# candidate; 336 B spilled on Triton 3.6, more on later ones)
+compiled = compile_module(load_compilable_module(GluonKernel(spec, 64, two_consumers=True)), spec,
+                          Config(64, 64, 1, 8, 2, gluon=True), "sm90")
+out["auto h64 two consumers"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                                     setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
 # a profile build (clock stamps into a last, keyword argument; benchmarks/calls/gluon_timeline.py)
 unit = GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16, profile=True)
 compiled = compile_module(load_compilable_module(unit), unit.spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90")
@@ -209,7 +215,8 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     # the partitions, register reallocation.
     for fmt, c in counts.items():
         assert c["HGMMA"] > 0 and c["SYNCS"] > 0 and c["setmaxnreg"] > 0, (fmt, c)
-        assert c["STL"] <= (0 if fmt.startswith("auto") else 4), (fmt, c)  # (the spill allowance above)
+        if "two consumers" not in fmt:  # (a candidate that spills; it must compile)
+            assert c["STL"] <= (0 if fmt.startswith("auto") else 4), (fmt, c)  # (the spill allowance above)
     for bh in (64, 16):
         # Q by 16-byte cp.async in every kernel (one per thread per 1024 elements: the computing warp
         # group's 128 threads x 8); with a bf16 cache the gathers too
