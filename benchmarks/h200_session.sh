@@ -25,7 +25,7 @@ timeout 115 python3 benchmarks/calls/gluon_variant.py defer_pv=True \
   > "$OUT/gluon_variant_dp.log" 2>&1
 echo "== gluon_variant defer_pv rc=$?"; grep "^| \|FAILED\|Error" "$OUT/gluon_variant_dp.log" | sort -u
 # GluonKernel.two_consumers (prepared in session 18, compile-checked only: FlashMLA's division of the wide
-# bf16 kernel, a producer and two consumers; 336 B spilled on Triton 3.6) against the shipped wide entries,
+# bf16 kernel, a producer and two consumers; 184 B spilled on Triton 3.6) against the shipped wide entries,
 # alone (a hang would cost only this step)
 timeout 120 python3 benchmarks/calls/gluon_variant.py two_consumers=True \
   --rows bf16:128:4,bf16:128:32,bf16:128:128,bf16:64:128,bf16_nope:128:128,bf16:128:4096 \
