@@ -24,12 +24,16 @@ from sparsemla.runtime.dispatch import select_config
 
 DEFAULT_ROWS = "bf16:128:16,bf16:128:32,bf16:128:128,bf16:64:128,bf16_nope:128:128,bf16:128:4096"
 _PLAIN_FOR_CONFIG = GluonKernel.__dict__["for_config"]
+_DERIVED = ("q_by_compute", "q_async", "q_regs")  # GluonKernel fields whose None means "by rule"
 
 
 def with_fields(fields: dict | None):
     """Make the runtime launch Gluon modules with these GluonKernel fields replaced (None: as shipped)."""
     def for_config(cls, spec, config):
-        return dataclasses.replace(_PLAIN_FOR_CONFIG.__func__(cls, spec, config), **fields)
+        # The rules' fields (None: derived in __post_init__) are derived again for the variant unless it
+        # sets them: the plain kernel's q_regs=4 would otherwise ride along into two_consumers=True.
+        derived = {f: None for f in _DERIVED if f not in fields}
+        return dataclasses.replace(_PLAIN_FOR_CONFIG.__func__(cls, spec, config), **derived, **fields)
     tb.GluonKernel.for_config = _PLAIN_FOR_CONFIG if fields is None else classmethod(for_config)
     clear_call_cache()
 
