@@ -50,7 +50,14 @@ def main() -> int:
     ap.add_argument("table")
     ap.add_argument("--old-rev", required=True, help="git revision of the template the entries were measured with")
     ap.add_argument("--gluon", action="store_true", help="the Gluon entries and templates/sparse_mla_gluon.py.jinja")
+    ap.add_argument("--old-default", action="append", default=[], metavar="NAME=VALUE",
+                    help="a name the old template reads that the context no longer has (a removed option), "
+                         "at the value the entries ran with (True/False/int)")
     args = ap.parse_args()
+    old_defaults = {}
+    for arg in args.old_default:
+        name, value = arg.split("=", 1)
+        old_defaults[name] = {"True": True, "False": False}.get(value, int(value) if value.isdigit() else value)
     from sparsemla.gen import render
     from sparsemla.gen.compile_check import compile_module
     from sparsemla.gen.gluon import GluonKernel
@@ -78,7 +85,7 @@ def main() -> int:
         # what gen.render renders for the template
         unit = GluonKernel.for_config(spec, cfg) if args.gluon else spec
         ctx = dict(unit.template_context(), spec=unit, spec_key=unit.key, version="check")
-        old = _module(render._env().from_string(old_text).render(**ctx), f"old_{i}")
+        old = _module(render._env().from_string(old_text).render(**{**old_defaults, **ctx}), f"old_{i}")
         new = _module(render.render_source(unit), f"new_{i}")
         ok = (_strip_debug(compile_module(old, spec, cfg, spec.arch).asm["ptx"])
               == _strip_debug(compile_module(new, spec, cfg, spec.arch).asm["ptx"]))

@@ -113,19 +113,9 @@ class GluonKernel:
     # memory (session 18: 1.01-1.04x alone; beside q_regs=4 slower than q_regs=4 alone in 4 of 6 rows;
     # kept as an option)
     p_regs: bool = False
-    # The narrow kernel's P.V in two halves of 256 value columns, the first half's columns (and the rope)
-    # freed for the loading group while the second half runs (a candidate prepared in session 18, not yet
-    # measured: with one stage a tile costs the computing group's work plus the loader's fill)
-    early_free: bool = False
-    # The wide kernel's group B leaves its P.V of tile j running while it waits for tile j + 1 and issues
-    # its S, and frees tile j's stage once that P.V is done (a candidate prepared in session 18, not yet
-    # measured: B bounds the wide kernel, 2826 cycles a tile at T=128 H=128)
-    defer_pv: bool = False
-    # The wide bf16 kernel as FlashMLA's sparse prefill divides the work (a candidate prepared in session
-    # 18, not yet measured): a producer warp group gathers; two consumers each own 256 output columns and
-    # compute S of alternate tiles, each one's softmax after the other published its running max, so one
-    # consumer's softmax runs under the other's wgmmas. Q stays in shared memory (no registers for it).
-    two_consumers: bool = False
+    # (Measured on the H200 and removed in session 19, see DEVELOPERS.md: early_free, the narrow kernel's
+    # P.V in halves; defer_pv, the wide kernel's B leaving its P.V running into the next tile's S;
+    # two_consumers, FlashMLA's producer and two consumers. Commit 31ae2ae has their code.)
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -140,14 +130,8 @@ class GluonKernel:
         if self.q_async is None:
             object.__setattr__(self, "q_async", not (self.block_h == 16 and self.spec.kv_format == "fp8_e4m3"
                                                      and self.spec.d_qk == 576))
-        if self.two_consumers and (self.narrow or self.spec.kv_format != "auto" or self.q_regs or self.p_regs
-                                   or self.defer_pv):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, two_consumers=True: "
-                             "expected block_h 64, a bf16 cache, and no q_regs, p_regs or defer_pv (its own "
-                             "consumer structure)")
         if self.q_regs is None:
-            object.__setattr__(self, "q_regs", 4 if not self.narrow and self.spec.kv_format == "auto"
-                               and not self.two_consumers else 0)
+            object.__setattr__(self, "q_regs", 4 if not self.narrow and self.spec.kv_format == "auto" else 0)
         if self.q_regs not in (0, 4, 6, 8) or (self.q_regs and (self.narrow or self.spec.kv_format != "auto")):
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"q_regs={self.q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16 cache "
@@ -155,12 +139,6 @@ class GluonKernel:
         if self.p_regs and self.narrow:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, p_regs=True: "
                              "expected block_h 64 (the narrow kernel's P is wgmma's B operand, read from shared memory)")
-        if self.defer_pv and self.narrow:
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, defer_pv=True: "
-                             "expected block_h 64 (group B of the wide kernel)")
-        if self.early_free and not self.narrow:
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, early_free=True: "
-                             "expected block_h 16 or 32 (the wide kernel's groups free a stage together)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -181,7 +159,7 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
-                 ("ql", not self.q_async), ("ef", self.early_free), ("dp", self.defer_pv), ("x2", self.two_consumers),
+                 ("ql", not self.q_async),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -196,5 +174,5 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs, q_async=self.q_async, early_free=self.early_free, defer_pv=self.defer_pv,
-                    x2=self.two_consumers, profile=self.profile)
+                    p_regs=self.p_regs, q_async=self.q_async,
+                    profile=self.profile)

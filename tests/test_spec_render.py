@@ -172,23 +172,6 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     assert "_stamp(prof, 15)" in src and "    prof,  # int64" in src and "_stamp" not in render.render_source(GluonKernel(KernelSpec(), 16))
     with pytest.raises(ValueError, match="p_regs=True: expected block_h 64"):
         GluonKernel(KernelSpec(), 16, p_regs=True)
-    # the narrow kernel's P.V in halves, the first half's columns freed early (a candidate)
-    assert GluonKernel(KernelSpec(), 16, early_free=True).key.endswith("-gluon-h16-l1-qc-ef")
-    src = render.render_source(GluonKernel(KernelSpec(), 16, early_free=True))
-    assert "FREE_HI + stage" in src and "FREE_HI" not in render.render_source(GluonKernel(KernelSpec(), 16))
-    with pytest.raises(ValueError, match="early_free=True: expected block_h 16 or 32"):
-        GluonKernel(KernelSpec(), 64, early_free=True)
-    # group B's P.V left running into the next tile (a candidate)
-    assert GluonKernel(KernelSpec(), defer_pv=True).key.endswith("-gluon-qr4-dp")
-    assert "warpgroup_mma_wait(6, deps=[acc])" in render.render_source(GluonKernel(KernelSpec(), defer_pv=True))
-    with pytest.raises(ValueError, match="defer_pv=True: expected block_h 64"):
-        GluonKernel(KernelSpec(), 16, defer_pv=True)
-    # FlashMLA's division: a producer and two consumers (a candidate; Q stays in shared memory)
-    x2 = GluonKernel(KernelSpec(), two_consumers=True)
-    assert x2.key.endswith("-gluon-x2") and x2.q_regs == 0 and "_x_consumer1" in render.render_source(x2)
-    for kw in (dict(block_h=16), dict(spec=KernelSpec(kv_format="fp8_e4m3")), dict(q_regs=4)):
-        with pytest.raises(ValueError, match="two_consumers=True: expected block_h 64, a bf16 cache"):
-            GluonKernel(**{"spec": KernelSpec(), **kw}, two_consumers=True)
     for kw, q_regs in ((dict(block_h=16), 4), (dict(), 3), (dict(spec=KernelSpec(kv_format="fp8_e4m3")), 4)):
         with pytest.raises(ValueError, match=f"q_regs={q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16"):
             GluonKernel(**{"spec": KernelSpec(), **kw}, q_regs=q_regs)

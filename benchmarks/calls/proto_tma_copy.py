@@ -10,8 +10,11 @@ box of 8.
 Times, in a CUDA graph on the 834 listed pages of a 2 GB pool (scattered or consecutive), against
 copy_ of the same bytes: the shipped list copy and TMA variants (box, stages, programs per SM);
 then whole touched page_split calls with the TMA copy in place of the list copy.
+Session 19 call 2 timed copies alone and whole calls with one TMA copy for both; call 3 the whole
+calls with the lead and the rest copied apart.
 Run on the GPU after `pip install .`: python3 benchmarks/calls/proto_tma_copy.py
 """
+import dataclasses
 import os
 import sys
 
@@ -149,9 +152,7 @@ def main():
         pages = pages.to(torch.int32).contiguous()
         variants = [("list w16 x2 (shipped)", lambda: mod.page_split_list_kernel[(2 * sms,)](
             s64, d64, pages, count, n, claims, CLEAR=False, num_warps=16))]
-        for box, stages, per_sm, warps in ((64, 2, 1, 1), (64, 3, 1, 1), (64, 4, 1, 1), (64, 6, 1, 1),
-                                           (64, 2, 2, 1), (64, 3, 2, 1), (32, 3, 1, 1), (32, 4, 2, 1),
-                                           (64, 4, 1, 4)):
+        for box, stages, per_sm, warps in ((64, 3, 1, 1), (64, 6, 1, 1), (32, 4, 2, 1)):
             variants.append((f"tma box{box} st{stages} x{per_sm} w{warps}",
                              tma_copy(src, dst, pages, count, n, box, stages, per_sm, warps)))
         for vname, fn in variants:
@@ -166,29 +167,47 @@ def main():
             print(f"  {lname:12s} {vname:28s} {us:7.2f} us  {copy_us / us:.3f} of copy_", flush=True)
 
     # Whole touched calls (CUDA graph, as bench_paging times them) with the TMA copy in place of the
-    # list copy: the default config (lead 1/8 on a side stream).
+    # list copy. With the lead share (the default, lead 1/8 on a side stream), the lead's copy and the
+    # rest's copy are chosen apart: the rest's list is usually empty, and a TMA copy's programs (112 KB of
+    # shared memory each) cannot start beside the lead's, so its empty grid waits for the lead copy to end.
     ship_copy = paging._copy
+    base = PageSplitSpec(P, D, "sm90").default_config(touched=True)
     whole = []
     pools = {"834 scattered pages": touched_tokens(n, P, n // 16, (256, 2048), gen),
              "4 pages": touched_tokens(n, P, 4, (256, 2048), gen),
              "consecutive pages": touched_tokens(n, P, n // 16, (256, 2048), gen, consecutive=True),
              "ids 64x2048": touched_tokens(n, P, n // 16, (64, 2048), gen)}
-    for box, stages, per_sm in ((None, 0, 0), (64, 3, 1), (64, 4, 1), (64, 2, 2)):
-        if box is None:
-            paging._copy, name = ship_copy, "shipped (list copy)"
-        else:
-            def patched(mod_, state, src64, dst64, N, ratio, cfg, pages, count, box=box, stages=stages, per_sm=per_sm):
-                return tma_copy(src, dst, pages, count, N, box, stages, per_sm)
-            paging._copy, name = patched, f"tma box{box} st{stages} x{per_sm}"
+    variants = [("shipped (list copy)", None, None, {}),
+                ("tma st3 lead + tma rest", (64, 3, 1), (64, 3, 1), {}),
+                ("tma st3 lead + list rest", (64, 3, 1), None, {}),
+                ("tma st4 lead + list rest", (64, 4, 1), None, {}),
+                ("tma st6 lead + list rest", (64, 6, 1), None, {}),
+                ("tma st3 lead + tma st2 x2 rest", (64, 3, 1), (64, 2, 2), {}),
+                ("tma st3 lead 1/16 + list rest", (64, 3, 1), None, dict(lead_split=16)),
+                ("tma st3 lead 1/32 + list rest", (64, 3, 1), None, dict(lead_split=32)),
+                ("tma st3, no lead", (64, 3, 1), (64, 3, 1), dict(lead_split=0))]
+    for name, lead_tma, rest_tma, fields in variants:
+        cfg = dataclasses.replace(base, **fields)
+
+        def patched(mod_, state, src64, dst64, N, ratio, cfg_, pages, count, lead_tma=lead_tma, rest_tma=rest_tma):
+            use = lead_tma if pages is state.lead_pages else rest_tma
+            if use is None:
+                return ship_copy(mod_, state, src64, dst64, N, ratio, cfg_, pages, count)
+            return tma_copy(src, dst, pages, count, N, *use)
+        paging._copy = patched
         for pname, tok in pools.items():
             dst.zero_()
-            us = graph_us(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=tok, out=dst))
-            hot = torch.unique(tok[tok >= 0] // P)
+            try:
+                us = graph_us(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=cfg))
+                hot = torch.unique(tok[tok >= 0] // P)
+                check(dst, src, hot.to(torch.int32), n)
+            except Exception as e:
+                print(f"  whole call {pname:20s} {name:32s} FAILED: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                continue
             pool_moved = hot.numel() * RATIO * D * 584
-            check(dst, src, hot.to(torch.int32), n)
-            cu = graph_us(lambda: b[:pool_moved].copy_(a[:pool_moved]))
+            cu = graph_us(lambda: dst.view(-1)[:pool_moved].copy_(src.view(-1)[:pool_moved]))
             whole.append((pname, name, us, cu / us))
-            print(f"  whole call {pname:20s} {name:24s} {us:7.2f} us  {cu / us:.3f} of copy_ ({cu:.2f} us)", flush=True)
+            print(f"  whole call {pname:20s} {name:32s} {us:7.2f} us  {cu / us:.3f} of copy_ ({cu:.2f} us)", flush=True)
     paging._copy = ship_copy
 
     print("\n| pages | copy | us | of copy_ |\n|---|---|---|---|")
