@@ -151,11 +151,24 @@ def check_correctness(gen) -> list[str]:
             want = page_split_reference(src, src_page_size=P, touched_indices=tok,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
             for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, chunks=8),
-                        PagingConfig(mark_copies=2, mark_spacing=128)):
+                        PagingConfig(mark_copies=2, mark_spacing=128), PagingConfig(tma_stages=2),
+                        PagingConfig(lead_split=8, tma_stages=6)):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
                 assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
         checked.append(f"page_split {P}->64")
+    # The TMA copy at other destination page sizes (boxes of 8..64 rows; 128: 3 stages of 75 KB fit)
+    for P, D in ((256, 128), (128, 16), (64, 8)):
+        src = make_pool(300, P, gen)
+        shape = (300 * P // D, model1_page_bytes(D))
+        tok = touched_tokens(300, P, 120, (16, 512), gen)
+        want = page_split_reference(src, src_page_size=P, dst_page_size=D, touched_indices=tok,
+                                    out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
+        for cfg in (PagingConfig(tma_stages=3), PagingConfig(lead_split=4, tma_stages=8)):
+            got = paging.page_split(src, src_page_size=P, dst_page_size=D, touched_indices=tok, config=cfg,
+                                    out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
+            assert torch.equal(got, want), f"page_split {P}->{D} touched, {cfg}"
+        checked.append(f"page_split {P}->{D} touched, TMA copy")
     spec = PageSplitSpec(256, 64, device_arch(DEV))
     for cfg in (None, dataclasses.replace(spec.default_config(touched=True), mark_check=True, chunks=8),
                 dataclasses.replace(spec.default_config(touched=True), mark_claim=True, chunks=4,
@@ -209,8 +222,10 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
     return row
 
 
-def _copy_name(chunks: int) -> str:
-    return f"chunk copy x{chunks}" if chunks else "list copy"
+def _copy_name(cfg) -> str:
+    if cfg.tma_stages:
+        return f"TMA copy st{cfg.tma_stages}"
+    return f"chunk copy x{cfg.chunks}" if cfg.chunks else "list copy"
 
 
 def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int, copy_only=False) -> list[dict]:
@@ -222,7 +237,7 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int, c
     mod = load_module(PageSplitSpec(P, 64, device_arch(src.device)))
     first, second, copy = paging.touched_launches(mod, src.view(torch.int64), dst.view(torch.int64),
                                                   ids.reshape(-1), src.shape[0], P // 64, cfg)
-    copy_name = _copy_name(cfg.chunks)
+    copy_name = _copy_name(cfg)
     if copy_only:
         first(), second()
         steps = ((copy_name, copy),)
@@ -292,18 +307,17 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     mid_moved = 2 * int(torch.unique(mid[mid >= 0] // P).numel()) * P * ROW
     mid_rows, mid_copy, mid_best = copies(mid_moved // 2, inner, f"{mid_moved / 2e9:.3f} GB")
     rows += mid_rows
-    # The default (a lead 1/8 of the ids copied on a side stream while the rest are marked, from
-    # 128K ids; the list copy with 16 warps x 2 programs per SM) against the plain path (mark,
-    # compact, copy), the session-10 grid (8 x 4) and the chunk copy without the lead, on the four
+    # The default (session 19 on sm90: a lead 1/32 of the ids copied by TMA on a side stream while the
+    # rest are marked, from 128K ids) against the session-11 default (the list copy, 16 warps x 2
+    # programs per SM, lead 1/8) and the plain path (mark, compact, copy) with either copy, on the four
     # pools. Measured and removed: session 10, the list copy loading its next page id ahead (no gain;
     # lead 1/4..1/64 differ by 1-2 us); session 11, the lead share listed by one program (first 1K-4K
     # ids; 91-94 us scattered). The chunk copy alone is 3 us faster than the list copy (70.7 vs 73.9
     # us scattered) but with the lead share slower (88.6 us), so it is an option for the plain path.
-    variants = [dict(lead_split=0), dict(num_warps=8, programs_per_sm=4),
-                dict(chunks=8, num_warps=4, programs_per_sm=16, lead_split=0)]
+    variants = [dict(tma_stages=0, lead_split=8), dict(lead_split=0), dict(tma_stages=0, lead_split=0)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
-        label = (f"{_copy_name(mc.chunks)}, w{mc.num_warps} x{mc.programs_per_sm}"
+        label = (f"{_copy_name(mc)}" + ("" if mc.tma_stages else f", w{mc.num_warps} x{mc.programs_per_sm}")
                  + (f", lead 1/{mc.lead_split} from {mc.lead_min_ids} ids" if mc.lead_split else ", no lead"))
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False),
@@ -321,20 +335,21 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     rows.append(_split_row("page_split 256->64, touched", "ids 64x2048", t, mid_moved, mid_copy, mid_best,
                            target=False) | dict(config=str(cfg)))
     # The plain path's kernels, one by one.
-    chunk_cfg = dataclasses.replace(cfg, chunks=8, num_warps=4, programs_per_sm=16)
+    list_cfg = dataclasses.replace(cfg, tma_stages=0)
     for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages"), (near, f"{touched} consecutive pages")):
         rows += touched_breakdown(src, dst, ids, cfg, what, inner, repeats)
-        rows += touched_breakdown(src, dst, ids, chunk_cfg, what, inner, repeats, copy_only=True)
+        rows += touched_breakdown(src, dst, ids, list_cfg, what, inner, repeats, copy_only=True)
     sweep_rows = []
     if sweep:
-        for chunks in (0, 8):
-            for warps, per_sm in ((4, 4), (4, 8), (4, 16), (4, 32), (8, 2), (8, 4), (8, 8), (16, 2)):
-                c = dataclasses.replace(cfg, num_warps=warps, programs_per_sm=per_sm, chunks=chunks)
-                ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
-                           inner, repeats)
-                sweep_rows.append(_split_row(f"page_split touched, {_copy_name(chunks)}",
-                                             f"num_warps={warps}, programs_per_sm={per_sm}", ts, moved, copy, best)
-                                  | dict(config=str(c)))
+        # the TMA copy's stages, and the list copy's grid (with the lead share as configured)
+        for c in ([dataclasses.replace(cfg, tma_stages=st) for st in (2, 4, 6)]
+                  + [dataclasses.replace(cfg, tma_stages=0, num_warps=w, programs_per_sm=k)
+                     for w, k in ((4, 16), (8, 4), (16, 2))]):
+            ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
+                       inner, repeats)
+            knobs = f"tma_stages={c.tma_stages}" if c.tma_stages else f"num_warps={c.num_warps}, programs_per_sm={c.programs_per_sm}"
+            sweep_rows.append(_split_row(f"page_split touched, {_copy_name(c)}", knobs, ts, moved, copy, best)
+                              | dict(config=str(c)))
 
     # The graph-replayed result is right: spot-check pages against the reference.
     for i in torch.randint(0, n, (8,), generator=torch.Generator().manual_seed(0)).tolist():

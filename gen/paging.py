@@ -23,6 +23,8 @@ COMPACT_BLOCK = 256  # page marks per program of its compact kernel (more progra
 PIECE_WORDS = 1024  # largest piece (8-byte words) of one load in page_split's list kernel
 INFLIGHT_WORDS = 8192  # most words page_split's list kernel loads before it stores them (64 KB)
 CHUNK_WORDS = 512  # page_split_chunk_kernel: largest data chunk (4 KB)
+TMA_ROW_BYTES = 64  # page_split_tma_kernel views the pools as rows of 64 B: 576 B rows and pages are whole rows
+TMA_BOX_ROWS = 64  # its data boxes: at most 64 rows (4 KB)
 
 
 def _pow2(x) -> bool:
@@ -56,7 +58,12 @@ class PagingConfig:
     ``lead_split``: 0, or mark and list the first 1/lead_split of the ids first and copy their
     pages on a side stream while the rest are marked (a page is listed once either way), for calls
     with at least ``lead_min_ids`` ids (fewer: the plain path, whose fixed cost is lower) that a
-    CUDA graph captures (eager, the extra launches cost more host time than they save)."""
+    CUDA graph captures (eager, the extra launches cost more host time than they save),
+    ``tma_stages``: 0, or copy the listed pages with page_split_tma_kernel (TMA bulk copies through
+    shared memory, one program per SM, this many destination pages in flight in each; fewer where
+    the arch's shared memory holds fewer) on a GPU of sm90 or later (under the interpreter, or where
+    ``PageSplitTma`` does not fit the page sizes, the list copy; with the lead share, the rest's
+    copy is the list kernel: its programs start beside the lead's TMA copy)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -69,6 +76,7 @@ class PagingConfig:
     mark_spacing: int = 1
     lead_split: int = 0
     lead_min_ids: int = 0
+    tma_stages: int = 0
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -100,6 +108,13 @@ class PagingConfig:
                 or not 0 <= self.lead_min_ids <= 1 << 40:
             raise ValueError(f"PagingConfig.lead_min_ids={self.lead_min_ids!r} for {spec.key}: "
                              f"expected an int in 0..2**40")
+        if self.tma_stages and (not isinstance(self.tma_stages, int) or isinstance(self.tma_stages, bool)
+                                or not 2 <= self.tma_stages <= 8):
+            raise ValueError(f"PagingConfig.tma_stages={self.tma_stages!r} for {spec.key}: "
+                             f"expected 0 or an int in 2..8")
+        if self.tma_stages and self.mark_claim:
+            raise ValueError(f"PagingConfig(tma_stages={self.tma_stages}, mark_claim=True) for {spec.key}: "
+                             f"the TMA copy does not clear claims; expected mark_claim=False")
         if self.lead_split and (self.mark_claim or self.mark_dedup):
             raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
@@ -249,9 +264,95 @@ class PageSplitSpec(_Spec):
             # file, so the rest of the mark runs beside the lead copy), faster with the lead share in
             # all five runs since session 10: scattered by 0.3-2.2 us (80.5-81.7 -> 79.3-80.2 us),
             # consecutive by 1.7-3.5 us (77.9-79.0 -> 75.5-76.4 us), the other pools within 0.7 us.
+            # Session 19 (sm90 only, not measured elsewhere): the copy by TMA, 3 pages in flight per SM
+            # (the copy alone 71.9 -> 67.3 us scattered, 69.4 -> 65.2 consecutive, against 61.9 us of
+            # copy_), and a lead 1/32 of the ids: whole calls 80.4 -> 77.8 us scattered, 76.9 -> 75.7
+            # consecutive, 76.8 -> 75.2 for 131K ids, 11.6 -> 9.4 us for 4 pages.
+            if self.arch == "sm90" and PageSplitTma.problem(self) is None:
+                return PagingConfig(block, 16, 2, mark_copies=2, mark_spacing=128, lead_split=32,
+                                    lead_min_ids=1 << 17, tma_stages=3)
             return PagingConfig(block, 16, 2, mark_copies=2, mark_spacing=128, lead_split=8,
                                 lead_min_ids=1 << 17)
         return PagingConfig(block, 4)
+
+
+@dataclass(frozen=True)
+class PageSplitTma(_Spec):
+    """page_split's copy of listed pages by TMA for ``spec`` (templates/page_split_tma.py.jinja): the
+    pools viewed as rows of TMA_ROW_BYTES, a destination page's data rows moved as boxes of at most
+    TMA_BOX_ROWS rows and its scale rows as one box, a stage of shared memory per page in flight.
+    ``problem(spec)`` says why a spec has none (the runtime then runs the list copy)."""
+
+    spec: PageSplitSpec
+
+    template = "page_split_tma.py.jinja"
+
+    def __post_init__(self):
+        why = self.problem(self.spec)
+        if why:
+            raise ValueError(f"no TMA copy for {self.spec.key}: {why}")
+
+    @staticmethod
+    def stage_bytes(spec: PageSplitSpec) -> int:
+        """Shared memory of one stage: one destination page's data and scale rows."""
+        return spec.dst_page_size * (M1_DATA_ROW_BYTES + M1_SCALE_ROW_BYTES)
+
+    @classmethod
+    def max_stages(cls, spec: PageSplitSpec) -> int:
+        return (ARCHS[spec.arch].smem_bytes - 1024) // cls.stage_bytes(spec)  # (1 KB: barriers, alignment)
+
+    @classmethod
+    def problem(cls, spec: PageSplitSpec) -> str | None:
+        D = spec.dst_page_size
+        if D % 8 or not _pow2(D // 8) or D // 8 > 256:
+            return (f"dst_page_size={D}: expected 8 x a power of two up to 2048 (its scale rows, {D} x 8 B, "
+                    f"are one TMA box of rows of {TMA_ROW_BYTES} B, a power of two of at most 256 rows)")
+        if cls.max_stages(spec) < 2:
+            return (f"dst_page_size={D}: two stages of {cls.stage_bytes(spec)} B exceed {spec.arch}'s "
+                    f"{ARCHS[spec.arch].smem_bytes} B of shared memory per block")
+        return None
+
+    @property
+    def key(self) -> str:
+        return self.spec.key + "-tma"
+
+    def template_context(self) -> dict:
+        P, D = self.spec.src_page_size, self.spec.dst_page_size
+        part_rows = D * M1_DATA_ROW_BYTES // TMA_ROW_BYTES  # 9 D
+        box = min(TMA_BOX_ROWS, D)  # D is a power of two: 9 D rows are 9 D / box boxes
+        return dict(ratio=P // D, row_bytes=TMA_ROW_BYTES, part_rows=part_rows, box_rows=box,
+                    boxes=part_rows // box, scale_rows=D * M1_SCALE_ROW_BYTES // TMA_ROW_BYTES,
+                    src_page_rows=model1_page_bytes(P) // TMA_ROW_BYTES,
+                    dst_page_rows=model1_page_bytes(D) // TMA_ROW_BYTES,
+                    src_scale_row=P * M1_DATA_ROW_BYTES // TMA_ROW_BYTES,
+                    item_bytes=self.stage_bytes(self.spec), stage_bytes=self.stage_bytes(self.spec))
+
+
+def tma_layout():
+    """The shared layout of the TMA copy's boxes and descriptors: 8-byte elements, no swizzle (a
+    box is copied in and out whole, never read by threads)."""
+    from triton.experimental.gluon import language as gl
+    return gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=64, rank=2)
+
+
+def compile_tma(spec: PageSplitSpec, arch: str, stages: int):
+    """page_split_tma_kernel of ``spec`` compiled for ``arch`` with ``stages`` (without a GPU)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from .render import load_compilable_module
+
+    unit = PageSplitTma(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch))
+    ctx, lay = unit.template_context(), tma_layout()
+    data = f"tensordesc<i64[{ctx['box_rows']}, {TMA_ROW_BYTES // 8}],{lay!r}>"
+    scale = f"tensordesc<i64[{ctx['scale_rows']}, {TMA_ROW_BYTES // 8}],{lay!r}>"
+    sig = dict(src_data=data, dst_data=data, src_scale=scale, dst_scale=scale, pages="*i32", count="*i32",
+               num_src_pages="i32", STAGES="constexpr")
+    fn = load_compilable_module(unit).page_split_tma_kernel
+    attrs = {(4,): [["tt.divisibility", 16]], (5,): [["tt.divisibility", 16]]}  # pages, count
+    return triton.compile(GluonASTSource(fn, sig, dict(STAGES=stages), attrs),
+                          target=GPUTarget("cuda", ARCHS[arch].cc, 32), options={"num_warps": 1})
 
 
 # Argument types of the generated kernels, by name, for compiling without a GPU.
@@ -333,4 +434,13 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
             raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: "
                                f"{type(e).__name__}: {e}") from e
         out[label] = compiled.metadata.shared
+    tma = PageSplitTma.problem(spec) is None if isinstance(spec, PageSplitSpec) else False
+    stages = (config or spec.default_config(touched=True)).tma_stages if tma else 0
+    if stages:
+        stages = min(stages, PageSplitTma.max_stages(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch)))
+        label = f"page_split_tma_kernel{{'STAGES': {stages}}}"
+        try:
+            out[label] = compile_tma(spec, arch, stages).metadata.shared
+        except Exception as e:
+            raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: {type(e).__name__}: {e}") from e
     return out

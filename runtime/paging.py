@@ -12,8 +12,8 @@ from functools import lru_cache
 import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec,
-                                  PagingConfig)
+from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, TMA_ROW_BYTES, ConvertIndicesSpec, PackValidPrefixSpec,
+                                  PageSplitSpec, PageSplitTma, PagingConfig, tma_layout)
 from sparsemla.gen.render import interpreting, load_module
 
 from .api import device_arch
@@ -368,15 +368,44 @@ def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
                           SPACING=cfg.mark_spacing, LEAD=lead, num_warps=4)
 
 
-def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count):
+def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: bool = True):
     """The copy kernel's launch over ``pages[0:count]``: a fixed grid of a few programs per SM
-    (with mark_claim it clears the claims of the pages it copies)."""
+    (with mark_claim it clears the claims of the pages it copies); the TMA copy where ``tma``,
+    ``cfg.tma_stages`` and the GPU allow it (``_tma_copy``)."""
+    if tma and cfg.tma_stages:
+        copy = _tma_copy(mod, src64, dst64, N, cfg, pages, count)
+        if copy is not None:
+            return copy
     grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(src64.device)),)
     if cfg.chunks:
         return lambda: launch(mod.page_split_chunk_kernel, grid, src64, dst64, pages, count, N, state.claims,
                               CLEAR=bool(cfg.mark_claim), CHUNKS=cfg.chunks, num_warps=cfg.num_warps)
     return lambda: launch(mod.page_split_list_kernel, grid, src64, dst64, pages, count, N, state.claims,
                           CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps)
+
+
+def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count):
+    """page_split_tma_kernel's launch over ``pages[0:count]`` (one program per SM), or None where it
+    cannot run: under the interpreter, before sm90, where ``PageSplitTma`` does not fit the page
+    sizes, or for a pool of 2**31 rows of 64 B or more (TMA coordinates are int32)."""
+    dev = src64.device
+    if dev.type != "cuda" or torch.cuda.get_device_capability(dev)[0] < 9:
+        return None
+    spec = PageSplitSpec(mod.SRC_PAGE_SIZE, mod.DST_PAGE_SIZE, device_arch(dev))
+    if PageSplitTma.problem(spec) is not None or max(src64.numel(), dst64.numel()) * 8 // TMA_ROW_BYTES >= 1 << 31:
+        return None
+    unit = PageSplitTma(spec)
+    tmod, ctx = load_module(unit), unit.template_context()
+    stages = min(cfg.tma_stages, PageSplitTma.max_stages(spec))
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    width = TMA_ROW_BYTES // 8
+    src2, dst2 = src64.view(-1, width), dst64.view(-1, width)
+    lay = tma_layout()
+    # src_data, dst_data (boxes of data rows), src_scale, dst_scale (a destination page's scale rows)
+    desc = [TensorDescriptor(t, list(t.shape), [width, 1], [rows, width], lay)
+            for rows in (ctx["box_rows"], ctx["scale_rows"]) for t in (src2, dst2)]
+    grid = (_num_sms(dev),)
+    return lambda: tmod.page_split_tma_kernel[grid](*desc, pages, count, N, STAGES=stages, num_warps=1)
 
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
@@ -402,6 +431,7 @@ def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     else:
         state.count.zero_()
     _compact(mod, state, N, cfg, state.pages, state.count, lead=False)()  # also clears the lead's 2s
-    _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count)()
+    # (the list kernel: TMA programs, a stage of shared memory per page, cannot start beside the lead's)
+    _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count, tma=False)()
     if main is not None:
         main.wait_stream(state.side)

@@ -14,7 +14,7 @@ import torch  # noqa: E402
 
 import sparsemla  # noqa: E402
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes  # noqa: E402
-from sparsemla.gen.paging import ConvertIndicesSpec, PackValidPrefixSpec, PagingConfig, PageSplitSpec  # noqa: E402
+from sparsemla.gen.paging import ConvertIndicesSpec, PackValidPrefixSpec, PagingConfig, PageSplitSpec, PageSplitTma  # noqa: E402
 from sparsemla.runtime import paging  # noqa: E402
 from sparsemla.runtime.paging import (convert_indices_reference, pack_valid_prefix_reference,  # noqa: E402
                                       page_split_reference)
@@ -251,7 +251,10 @@ def _check_touched(src, got, P, pages, D=64):
                                       (512, PagingConfig(mark_claim=True, chunks=16, programs_per_sm=2)),
                                       (256, PagingConfig(lead_split=2)),
                                       (512, PagingConfig(lead_split=4, mark_copies=2, mark_spacing=128)),
-                                      (128, PagingConfig(lead_split=64, mark_check=True, chunks=4))])
+                                      (128, PagingConfig(lead_split=64, mark_check=True, chunks=4)),
+                                      # (the TMA copy runs on an sm90+ GPU; here the list copy stands in)
+                                      (256, PagingConfig(tma_stages=3)),
+                                      (512, PagingConfig(lead_split=4, tma_stages=6))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -421,18 +424,58 @@ def test_spec_validation():
         PagingConfig(lead_split=8, lead_min_ids=-1).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.chunks=3 for page_split-sm120.*power of two in 1..16"):
         PagingConfig(chunks=3).check(spec)
+    for stages in (1, 9, True):
+        with pytest.raises(ValueError, match=rf"PagingConfig.tma_stages={stages!r} for page_split-sm120.*0 or an int in 2..8"):
+            PagingConfig(tma_stages=stages).check(spec)
+    with pytest.raises(ValueError, match=r"tma_stages=3, mark_claim=True\) for page_split-sm120.*does not clear claims"):
+        PagingConfig(tma_stages=3, mark_claim=True).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
+
+
+def test_tma_copy_geometry():
+    # The pools as rows of 64 B: a 64-token destination page is 576 data rows (9 boxes of 64) and 8
+    # scale rows, a 256-token source page 2340 rows with its scale rows from row 2304; sizes whose
+    # scale rows are not a power-of-two box, or whose two stages do not fit, have no TMA copy.
+    ctx = PageSplitTma(PageSplitSpec(256, 64)).template_context()
+    assert {k: ctx[k] for k in ("part_rows", "box_rows", "boxes", "scale_rows", "src_page_rows", "dst_page_rows",
+                                "src_scale_row", "stage_bytes")} == dict(
+        part_rows=576, box_rows=64, boxes=9, scale_rows=8, src_page_rows=2340, dst_page_rows=585, src_scale_row=2304,
+        stage_bytes=37376)
+    ctx = PageSplitTma(PageSplitSpec(64, 16)).template_context()
+    assert (ctx["box_rows"], ctx["boxes"], ctx["scale_rows"]) == (16, 9, 2)
+    assert PageSplitTma(PageSplitSpec(256, 64)).key == "page_split-sm90-model1-p256-to64-tma"
+    assert PageSplitTma.max_stages(PageSplitSpec(256, 64)) == 6 and PageSplitTma.max_stages(PageSplitSpec(256, 64, "sm120")) == 2
+    for P, D, arch, why in ((240, 48, "sm90", "dst_page_size=48: expected 8 x a power of two"),
+                            (256, 4, "sm90", "dst_page_size=4: expected 8 x a power of two"),
+                            (512, 256, "sm90", "dst_page_size=256: two stages of 149504 B exceed sm90.s"),
+                            (256, 128, "sm120", "dst_page_size=128: two stages of 74752 B exceed sm120.s")):
+        with pytest.raises(ValueError, match=f"no TMA copy for page_split-{arch}-model1-p{P}-to{D}: {why}"):
+            PageSplitTma(PageSplitSpec(P, D, arch))
+    # The default on sm90 copies by TMA (measured there); elsewhere the list copy (not measured)
+    assert PageSplitSpec(256, 64).default_config(touched=True).tma_stages == 3
+    assert PageSplitSpec(256, 64, "sm120").default_config(touched=True).tma_stages == 0
+    assert PageSplitSpec(256, 8).default_config(touched=True).tma_stages == 3
+    assert PageSplitSpec(240, 48).default_config(touched=True).tma_stages == 0
 
 
 _COMPILE_SCRIPT = """
 import json
-from sparsemla.gen.paging import ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec, compile_paging
+from sparsemla.gen.paging import ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec, PageSplitTma, compile_paging
 from sparsemla.gen.spec import ARCHS
 res = {}
 for spec in (ConvertIndicesSpec(64, 2048), PackValidPrefixSpec(2048), PageSplitSpec(256, 64), PageSplitSpec(512, 64)):
     for arch in ("sm90", "sm120", "sm121"):
         shared = compile_paging(spec, arch)
         res[spec.key + "@" + arch] = max(shared.values()) <= ARCHS[arch].smem_bytes
+# the TMA copy (the default's on sm90; with a config on the others, its stages cut to what fits)
+tma = PageSplitSpec(256, 64).default_config(touched=True)
+assert tma.tma_stages
+for spec in (PageSplitSpec(256, 64), PageSplitSpec(64, 16), PageSplitSpec(512, 128)):
+    for arch in ("sm90", "sm120", "sm121"):
+        if PageSplitTma.problem(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch)) is None:
+            shared = {k: v for k, v in compile_paging(spec, arch, tma).items() if k.startswith("page_split_tma")}
+            assert len(shared) == 1, shared
+            res[spec.key + "@" + arch + " tma"] = max(shared.values()) <= ARCHS[arch].smem_bytes
 print(json.dumps(res))
 """
 
@@ -446,7 +489,7 @@ def test_templates_compile_for_gpu_targets(tmp_path):
                          env=env, cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     fits = json.loads(res.stdout.strip().splitlines()[-1])
-    assert len(fits) == 12 and all(fits.values()), fits
+    assert len(fits) == 12 + 7 and all(fits.values()), fits  # (512->128 has no TMA copy on sm120/121)
 
 
 def test_a_bad_config_is_reported_on_every_call():
