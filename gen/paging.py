@@ -304,9 +304,10 @@ class PageSplitTma(_Spec):
     @classmethod
     def problem(cls, spec: PageSplitSpec) -> str | None:
         D = spec.dst_page_size
-        if D % 8 or not _pow2(D // 8) or D // 8 > 256:
-            return (f"dst_page_size={D}: expected 8 x a power of two up to 2048 (its scale rows, {D} x 8 B, "
-                    f"are one TMA box of rows of {TMA_ROW_BYTES} B, a power of two of at most 256 rows)")
+        if D % 16 or not _pow2(D // 8) or D // 8 > 256:
+            return (f"dst_page_size={D}: expected 16 x a power of two up to 2048 (its scale rows, {D} x 8 B, "
+                    f"are one TMA box of rows of {TMA_ROW_BYTES} B, a power of two of at most 256 rows, and "
+                    f"at least 128 B: a box in shared memory starts on a 128-byte boundary)")
         if cls.max_stages(spec) < 2:
             return (f"dst_page_size={D}: two stages of {cls.stage_bytes(spec)} B exceed {spec.arch}'s "
                     f"{ARCHS[spec.arch].smem_bytes} B of shared memory per block")
