@@ -61,9 +61,10 @@ class PagingConfig:
     CUDA graph captures (eager, the extra launches cost more host time than they save),
     ``tma_stages``: 0, or copy the listed pages with page_split_tma_kernel (TMA bulk copies through
     shared memory, one program per SM, this many destination pages in flight in each; fewer where
-    the arch's shared memory holds fewer) on a GPU of sm90 or later (under the interpreter, or where
-    ``PageSplitTma`` does not fit the page sizes, the list copy; with the lead share, the rest's
-    copy is the list kernel: its programs start beside the lead's TMA copy)."""
+    the arch's shared memory holds fewer) on a GPU of sm90 or later (under the interpreter, where
+    ``PageSplitTma`` does not fit the page sizes, and with mark_claim, whose claims the copy clears,
+    the list copy; with the lead share, the rest's copy is the list kernel: its programs start beside
+    the lead's TMA copy)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -112,9 +113,6 @@ class PagingConfig:
                                 or not 2 <= self.tma_stages <= 8):
             raise ValueError(f"PagingConfig.tma_stages={self.tma_stages!r} for {spec.key}: "
                              f"expected 0 or an int in 2..8")
-        if self.tma_stages and self.mark_claim:
-            raise ValueError(f"PagingConfig(tma_stages={self.tma_stages}, mark_claim=True) for {spec.key}: "
-                             f"the TMA copy does not clear claims; expected mark_claim=False")
         if self.lead_split and (self.mark_claim or self.mark_dedup):
             raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "

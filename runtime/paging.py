@@ -372,7 +372,7 @@ def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: 
     """The copy kernel's launch over ``pages[0:count]``: a fixed grid of a few programs per SM
     (with mark_claim it clears the claims of the pages it copies); the TMA copy where ``tma``,
     ``cfg.tma_stages`` and the GPU allow it (``_tma_copy``)."""
-    if tma and cfg.tma_stages:
+    if tma and cfg.tma_stages and not cfg.mark_claim:  # (the list kernel clears the claims)
         copy = _tma_copy(mod, src64, dst64, N, cfg, pages, count)
         if copy is not None:
             return copy
