@@ -64,7 +64,8 @@ class PagingConfig:
     the arch's shared memory holds fewer) on a GPU of sm90 or later (under the interpreter, where
     ``PageSplitTma`` does not fit the page sizes, and with mark_claim, whose claims the copy clears,
     the list copy; with the lead share, the rest's copy is the list kernel: its programs start beside
-    the lead's TMA copy)."""
+    the lead's TMA copy), ``lead_claim``: list the lead share's pages in one kernel (an atomic swap of
+    each page's mark) instead of a mark and a compact (needs lead_split and mark_spacing >= 4)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -78,6 +79,7 @@ class PagingConfig:
     lead_split: int = 0
     lead_min_ids: int = 0
     tma_stages: int = 0
+    lead_claim: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -89,7 +91,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim", "lead_claim"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -113,6 +115,10 @@ class PagingConfig:
                                 or not 2 <= self.tma_stages <= 8):
             raise ValueError(f"PagingConfig.tma_stages={self.tma_stages!r} for {spec.key}: "
                              f"expected 0 or an int in 2..8")
+        if self.lead_claim and (not self.lead_split or self.mark_spacing < 4):
+            raise ValueError(f"PagingConfig(lead_claim=True, lead_split={self.lead_split}, "
+                             f"mark_spacing={self.mark_spacing}) for {spec.key}: expected a lead share and "
+                             f"mark_spacing >= 4 (the claim swaps the 4 bytes at a mark)")
         if self.lead_split and (self.mark_claim or self.mark_dedup):
             raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
@@ -363,6 +369,7 @@ _ARG_TYPES = {
     "page_compact_kernel": dict(marks="*i8", pages="*i32", count="*i32"),
     "page_split_kernel": dict(src="*i64", dst="*i64"),
     "page_claim_kernel": dict(touched="*i32", claims="*i32", pages="*i32", count="*i32"),
+    "page_lead_claim_kernel": dict(touched="*i32", marks="*i8", pages="*i32", count="*i32"),
     "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
     "page_split_chunk_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
 }
@@ -386,6 +393,9 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
                                            SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
               for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
+            ("page_lead_claim_kernel", dict(BLOCK=MARK_BLOCK, COPIES=touched.mark_copies,
+                                            SPACING=max(4, touched.mark_spacing), WARP_DEDUP=True),
+             PagingConfig(MARK_BLOCK, 4)),
             *[("page_split_list_kernel", dict(CLEAR=c), touched) for c in (False, True)],
             *[("page_split_chunk_kernel", dict(CLEAR=c, CHUNKS=touched.chunks or 8), touched) for c in (False, True)]]
 

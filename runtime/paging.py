@@ -410,14 +410,21 @@ def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count):
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     """page_split of touched pages with a lead share (``cfg.lead_split``): mark and list the pages
-    of the first 1/lead_split of the ids (their marks become 2), copy them on the side stream
+    of the first 1/lead_split of the ids (their marks become 2; with ``cfg.lead_claim`` in one
+    kernel, its atomics deciding which id lists a page), copy them on the side stream
     while the rest of the ids mark only unlisted pages (CHECK), then list and copy those and
     join. With scattered ids the lead share already names nearly every page, so the big copy
     starts after a short mark instead of the whole one. Under the interpreter: one stream."""
     state = _page_list(src64.device, N, cfg)
     lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
-    _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
-    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
+    if cfg.lead_claim:  # one pass (its atomics append to the list: zeroed first)
+        state.lead_count.zero_()
+        launch(mod.page_lead_claim_kernel, (-(-lead // MARK_BLOCK),), tok[:lead], lead, state.marks, N,
+               state.lead_pages, state.lead_count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies,
+               SPACING=cfg.mark_spacing, WARP_DEDUP=not interpreting(), num_warps=4)
+    else:
+        _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
+        _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
     copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count)
     main = torch.cuda.current_stream(src64.device) if state.side is not None else None
     if main is not None:

@@ -255,7 +255,11 @@ def _check_touched(src, got, P, pages, D=64):
                                       # (the TMA copy runs on an sm90+ GPU; here the list copy stands in)
                                       (256, PagingConfig(tma_stages=3)),
                                       (128, PagingConfig(tma_stages=2, mark_claim=True)),
-                                      (512, PagingConfig(lead_split=4, tma_stages=6))])
+                                      (512, PagingConfig(lead_split=4, tma_stages=6)),
+                                      # the lead share listed in one pass (atomic swaps of its marks)
+                                      (256, PagingConfig(lead_split=2, lead_claim=True, mark_spacing=4, mark_copies=2)),
+                                      (512, PagingConfig(lead_split=4, lead_claim=True, mark_spacing=128, mark_copies=4,
+                                                         mark_check=True, tma_stages=3))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -425,6 +429,9 @@ def test_spec_validation():
         PagingConfig(lead_split=8, lead_min_ids=-1).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.chunks=3 for page_split-sm120.*power of two in 1..16"):
         PagingConfig(chunks=3).check(spec)
+    for bad in (dict(lead_split=0), dict(lead_split=8, mark_spacing=2)):
+        with pytest.raises(ValueError, match=r"PagingConfig\(lead_claim=True, lead_split=.*expected a lead share"):
+            PagingConfig(lead_claim=True, **bad).check(spec)
     for stages in (1, 9, True):
         with pytest.raises(ValueError, match=rf"PagingConfig.tma_stages={stages!r} for page_split-sm120.*0 or an int in 2..8"):
             PagingConfig(tma_stages=stages).check(spec)
