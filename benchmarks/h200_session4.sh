@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Session 19, calls 4-7 (about 1 minute): page_split's TMA copy in the product (PagingConfig.tma_stages,
+# Session 19, calls 4-8 (about 1 minute): page_split's TMA copy in the product (PagingConfig.tma_stages,
 # the sm90 default with a lead 1/32): the paging benchmark with its sweep (GPU correctness and CUDA-graph
-# checks first, the TMA copy at 256->64/128, 128->16 and 64->32 among them; from call 7 the lead share
-# listed in one pass, PagingConfig.lead_claim, among the variants), then again without the sweep for a
-# second measurement of the same rows. (Calls 4 and 5 stopped at checks; call 6 ran commit 5c3889f.)
+# checks first, the TMA copy at 256->64/128, 128->16 and 64->32 among them), then again without the
+# sweep for a second measurement of the same rows. (Calls 4 and 5 stopped at checks; call 6 ran commit
+# 5c3889f, call 7 4880c76 with PagingConfig.lead_claim, since removed; call 8 adds tma_split variants.)
 #   bash benchmarks/h200_session4.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1

@@ -387,44 +387,38 @@ def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: 
 def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count):
     """page_split_tma_kernel's launch over ``pages[0:count]`` (one program per SM), or None where it
     cannot run: under the interpreter, before sm90, where ``PageSplitTma`` does not fit the page
-    sizes, or for a pool of 2**31 rows of 64 B or more (TMA coordinates are int32)."""
+    sizes and ``cfg.tma_split``, or for a pool of 2**31 rows of 64 B or more (TMA coordinates are int32)."""
     dev = src64.device
     if dev.type != "cuda" or torch.cuda.get_device_capability(dev)[0] < 9:
         return None
     spec = PageSplitSpec(mod.SRC_PAGE_SIZE, mod.DST_PAGE_SIZE, device_arch(dev))
-    if PageSplitTma.problem(spec) is not None or max(src64.numel(), dst64.numel()) * 8 // TMA_ROW_BYTES >= 1 << 31:
+    if PageSplitTma.problem(spec, cfg.tma_split) is not None \
+            or max(src64.numel(), dst64.numel()) * 8 // TMA_ROW_BYTES >= 1 << 31:
         return None
-    unit = PageSplitTma(spec)
+    unit = PageSplitTma(spec, cfg.tma_split)
     tmod, ctx = load_module(unit), unit.template_context()
-    stages = min(cfg.tma_stages, PageSplitTma.max_stages(spec))
+    stages = min(cfg.tma_stages, PageSplitTma.max_stages(spec, cfg.tma_split))
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     width = TMA_ROW_BYTES // 8
     src2, dst2 = src64.view(-1, width), dst64.view(-1, width)
     lay = tma_layout()
-    # src_data, dst_data (boxes of data rows), src_scale, dst_scale (a destination page's scale rows)
+    # src_data, dst_data (boxes of data rows), src_scale, dst_scale (an item's scale rows)
     desc = [TensorDescriptor(t, list(t.shape), [width, 1], [rows, width], lay)
-            for rows in (ctx["box_rows"], ctx["scale_rows"]) for t in (src2, dst2)]
+            for rows in (ctx["box_rows"], ctx["item_scale_rows"]) for t in (src2, dst2)]
     grid = (_num_sms(dev),)
     return lambda: tmod.page_split_tma_kernel[grid](*desc, pages, count, N, STAGES=stages, num_warps=1)
 
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     """page_split of touched pages with a lead share (``cfg.lead_split``): mark and list the pages
-    of the first 1/lead_split of the ids (their marks become 2; with ``cfg.lead_claim`` in one
-    kernel, its atomics deciding which id lists a page), copy them on the side stream
+    of the first 1/lead_split of the ids (their marks become 2), copy them on the side stream
     while the rest of the ids mark only unlisted pages (CHECK), then list and copy those and
     join. With scattered ids the lead share already names nearly every page, so the big copy
     starts after a short mark instead of the whole one. Under the interpreter: one stream."""
     state = _page_list(src64.device, N, cfg)
     lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
-    if cfg.lead_claim:  # one pass (its atomics append to the list: zeroed first)
-        state.lead_count.zero_()
-        launch(mod.page_lead_claim_kernel, (-(-lead // MARK_BLOCK),), tok[:lead], lead, state.marks, N,
-               state.lead_pages, state.lead_count, BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies,
-               SPACING=cfg.mark_spacing, WARP_DEDUP=not interpreting(), num_warps=4)
-    else:
-        _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
-        _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
+    _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
+    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
     copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count)
     main = torch.cuda.current_stream(src64.device) if state.side is not None else None
     if main is not None:
