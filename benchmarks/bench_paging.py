@@ -152,8 +152,7 @@ def check_correctness(gen) -> list[str]:
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
             for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, chunks=8),
                         PagingConfig(mark_copies=2, mark_spacing=128), PagingConfig(tma_stages=2),
-                        PagingConfig(lead_split=8, tma_stages=6), PagingConfig(tma_stages=6, tma_split=2),
-                        PagingConfig(lead_split=16, tma_stages=8, tma_split=4)):
+                        PagingConfig(lead_split=8, tma_stages=6)):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
                 assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
@@ -165,8 +164,7 @@ def check_correctness(gen) -> list[str]:
         tok = touched_tokens(300, P, 120, (16, 512), gen)
         want = page_split_reference(src, src_page_size=P, dst_page_size=D, touched_indices=tok,
                                     out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
-        for cfg in (PagingConfig(tma_stages=3), PagingConfig(lead_split=4, tma_stages=8),
-                    PagingConfig(tma_stages=5, tma_split=2 if D >= 32 else 1)):
+        for cfg in (PagingConfig(tma_stages=3), PagingConfig(lead_split=4, tma_stages=8)):
             try:  # (a fault in the kernel surfaces here, named, not at some later call)
                 got = paging.page_split(src, src_page_size=P, dst_page_size=D, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
@@ -230,7 +228,7 @@ def _split_row(kernel, shape, t, moved, copy, best, target=True):
 
 def _copy_name(cfg) -> str:
     if cfg.tma_stages:
-        return f"TMA copy st{cfg.tma_stages}" + (f" split {cfg.tma_split}" if cfg.tma_split > 1 else "")
+        return f"TMA copy st{cfg.tma_stages}"
     return f"chunk copy x{cfg.chunks}" if cfg.chunks else "list copy"
 
 
@@ -320,11 +318,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     # lead 1/4..1/64 differ by 1-2 us); session 11, the lead share listed by one program (first 1K-4K
     # ids; 91-94 us scattered). The chunk copy alone is 3 us faster than the list copy (70.7 vs 73.9
     # us scattered) but with the lead share slower (88.6 us), so it is an option for the plain path.
-    # Session 19 also times a lead 1/64 and TMA items of half or a quarter of a destination page
-    # (the grid's last round of items is then shorter).
-    variants = [dict(tma_stages=0, lead_split=8), dict(lead_split=0), dict(tma_stages=0, lead_split=0),
-                dict(lead_split=64), dict(tma_split=2, tma_stages=6), dict(tma_split=2, tma_stages=6, lead_split=64),
-                dict(tma_split=4, tma_stages=8), dict(tma_split=2, tma_stages=4)]
+    variants = [dict(tma_stages=0, lead_split=8), dict(lead_split=0), dict(tma_stages=0, lead_split=0)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         label = (f"{_copy_name(mc)}" + ("" if mc.tma_stages else f", w{mc.num_warps} x{mc.programs_per_sm}")

@@ -60,8 +60,8 @@ class PagingConfig:
     with at least ``lead_min_ids`` ids (fewer: the plain path, whose fixed cost is lower) that a
     CUDA graph captures (eager, the extra launches cost more host time than they save),
     ``tma_stages``: 0, or copy the listed pages with page_split_tma_kernel (TMA bulk copies through
-    shared memory, one program per SM, this many items in flight in each, an item being 1/``tma_split``
-    of a destination page; fewer where the arch's shared memory holds fewer) on a GPU of sm90 or later (under the interpreter, where
+    shared memory, one program per SM, this many destination pages in flight in each; fewer where
+    the arch's shared memory holds fewer) on a GPU of sm90 or later (under the interpreter, where
     ``PageSplitTma`` does not fit the page sizes, and with mark_claim, whose claims the copy clears,
     the list copy; with the lead share, the rest's copy is the list kernel: its programs start beside
     the lead's TMA copy)."""
@@ -78,7 +78,6 @@ class PagingConfig:
     lead_split: int = 0
     lead_min_ids: int = 0
     tma_stages: int = 0
-    tma_split: int = 1
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -114,8 +113,6 @@ class PagingConfig:
                                 or not 2 <= self.tma_stages <= 8):
             raise ValueError(f"PagingConfig.tma_stages={self.tma_stages!r} for {spec.key}: "
                              f"expected 0 or an int in 2..8")
-        if self.tma_split not in (1, 2, 4):
-            raise ValueError(f"PagingConfig.tma_split={self.tma_split!r} for {spec.key}: expected 1, 2 or 4")
         if self.lead_split and (self.mark_claim or self.mark_dedup):
             raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
@@ -280,61 +277,54 @@ class PageSplitSpec(_Spec):
 @dataclass(frozen=True)
 class PageSplitTma(_Spec):
     """page_split's copy of listed pages by TMA for ``spec`` (templates/page_split_tma.py.jinja): the
-    pools viewed as rows of TMA_ROW_BYTES; an item, 1/``split`` of a destination page, moves its data
-    rows as boxes of at most TMA_BOX_ROWS rows and its scale rows as one box, through a stage of shared
-    memory. ``problem(spec, split)`` says why there is none (the runtime then runs the list copy)."""
+    pools viewed as rows of TMA_ROW_BYTES, a destination page's data rows moved as boxes of at most
+    TMA_BOX_ROWS rows and its scale rows as one box, a stage of shared memory per page in flight.
+    ``problem(spec)`` says why a spec has none (the runtime then runs the list copy)."""
 
     spec: PageSplitSpec
-    split: int = 1
 
     template = "page_split_tma.py.jinja"
 
     def __post_init__(self):
-        why = self.problem(self.spec, self.split)
+        why = self.problem(self.spec)
         if why:
-            raise ValueError(f"no TMA copy for {self.spec.key} with split {self.split}: {why}")
+            raise ValueError(f"no TMA copy for {self.spec.key}: {why}")
 
     @staticmethod
-    def stage_bytes(spec: PageSplitSpec, split: int = 1) -> int:
-        """Shared memory of one stage: one item's data and scale rows."""
-        return spec.dst_page_size * (M1_DATA_ROW_BYTES + M1_SCALE_ROW_BYTES) // split
+    def stage_bytes(spec: PageSplitSpec) -> int:
+        """Shared memory of one stage: one destination page's data and scale rows."""
+        return spec.dst_page_size * (M1_DATA_ROW_BYTES + M1_SCALE_ROW_BYTES)
 
     @classmethod
-    def max_stages(cls, spec: PageSplitSpec, split: int = 1) -> int:
-        return (ARCHS[spec.arch].smem_bytes - 1024) // cls.stage_bytes(spec, split)  # (1 KB: barriers, alignment)
+    def max_stages(cls, spec: PageSplitSpec) -> int:
+        return (ARCHS[spec.arch].smem_bytes - 1024) // cls.stage_bytes(spec)  # (1 KB: barriers, alignment)
 
     @classmethod
-    def problem(cls, spec: PageSplitSpec, split: int = 1) -> str | None:
+    def problem(cls, spec: PageSplitSpec) -> str | None:
         D = spec.dst_page_size
-        if split not in (1, 2, 4):
-            return f"split={split!r}: expected 1, 2 or 4"
-        scale_rows = D * M1_SCALE_ROW_BYTES // TMA_ROW_BYTES // split if D % (8 * split) == 0 else 0
-        if not _pow2(scale_rows) or not 2 <= scale_rows <= 256:
-            return (f"dst_page_size={D}: expected {16 * split} x a power of two up to 2048 (an item's scale "
-                    f"rows, {D} x 8 B / {split}, are one TMA box of rows of {TMA_ROW_BYTES} B, a power of two "
-                    f"of at most 256 rows, and at least 128 B: a box in shared memory starts on a 128-byte "
-                    f"boundary)")
-        if cls.max_stages(spec, split) < 2:
-            return (f"dst_page_size={D}: two stages of {cls.stage_bytes(spec, split)} B exceed {spec.arch}'s "
+        if D % 16 or not _pow2(D // 8) or D // 8 > 256:
+            return (f"dst_page_size={D}: expected 16 x a power of two up to 2048 (its scale rows, {D} x 8 B, "
+                    f"are one TMA box of rows of {TMA_ROW_BYTES} B, a power of two of at most 256 rows, and "
+                    f"at least 128 B: a box in shared memory starts on a 128-byte boundary)")
+        if cls.max_stages(spec) < 2:
+            return (f"dst_page_size={D}: two stages of {cls.stage_bytes(spec)} B exceed {spec.arch}'s "
                     f"{ARCHS[spec.arch].smem_bytes} B of shared memory per block")
         return None
 
     @property
     def key(self) -> str:
-        return self.spec.key + "-tma" + (f"-s{self.split}" if self.split > 1 else "")
+        return self.spec.key + "-tma"
 
     def template_context(self) -> dict:
-        P, D, split = self.spec.src_page_size, self.spec.dst_page_size, self.split
+        P, D = self.spec.src_page_size, self.spec.dst_page_size
         part_rows = D * M1_DATA_ROW_BYTES // TMA_ROW_BYTES  # 9 D
-        scale_part_rows = D * M1_SCALE_ROW_BYTES // TMA_ROW_BYTES
-        box = min(TMA_BOX_ROWS, D // split)  # D / split is a power of two: an item's 9 D / split rows are 9+ boxes
-        return dict(ratio=P // D, split=split, row_bytes=TMA_ROW_BYTES, part_rows=part_rows,
-                    scale_part_rows=scale_part_rows, item_rows=part_rows // split,
-                    item_scale_rows=scale_part_rows // split, box_rows=box, boxes=part_rows // split // box,
+        box = min(TMA_BOX_ROWS, D)  # D is a power of two: 9 D rows are 9 D / box boxes
+        return dict(ratio=P // D, row_bytes=TMA_ROW_BYTES, part_rows=part_rows, box_rows=box,
+                    boxes=part_rows // box, scale_rows=D * M1_SCALE_ROW_BYTES // TMA_ROW_BYTES,
                     src_page_rows=model1_page_bytes(P) // TMA_ROW_BYTES,
                     dst_page_rows=model1_page_bytes(D) // TMA_ROW_BYTES,
                     src_scale_row=P * M1_DATA_ROW_BYTES // TMA_ROW_BYTES,
-                    item_bytes=self.stage_bytes(self.spec, split))
+                    item_bytes=self.stage_bytes(self.spec), stage_bytes=self.stage_bytes(self.spec))
 
 
 def tma_layout():
@@ -344,18 +334,18 @@ def tma_layout():
     return gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=64, rank=2)
 
 
-def compile_tma(spec: PageSplitSpec, arch: str, stages: int, split: int = 1):
-    """page_split_tma_kernel of ``spec`` and ``split`` compiled for ``arch`` with ``stages`` (without a GPU)."""
+def compile_tma(spec: PageSplitSpec, arch: str, stages: int):
+    """page_split_tma_kernel of ``spec`` compiled for ``arch`` with ``stages`` (without a GPU)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
     from .render import load_compilable_module
 
-    unit = PageSplitTma(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch), split)
+    unit = PageSplitTma(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch))
     ctx, lay = unit.template_context(), tma_layout()
     data = f"tensordesc<i64[{ctx['box_rows']}, {TMA_ROW_BYTES // 8}],{lay!r}>"
-    scale = f"tensordesc<i64[{ctx['item_scale_rows']}, {TMA_ROW_BYTES // 8}],{lay!r}>"
+    scale = f"tensordesc<i64[{ctx['scale_rows']}, {TMA_ROW_BYTES // 8}],{lay!r}>"
     sig = dict(src_data=data, dst_data=data, src_scale=scale, dst_scale=scale, pages="*i32", count="*i32",
                num_src_pages="i32", STAGES="constexpr")
     fn = load_compilable_module(unit).page_split_tma_kernel
@@ -443,13 +433,13 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
             raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: "
                                f"{type(e).__name__}: {e}") from e
         out[label] = compiled.metadata.shared
-    touched = (config or spec.default_config(touched=True)) if isinstance(spec, PageSplitSpec) else None
-    at_arch = PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch) if touched else None
-    if touched and touched.tma_stages and PageSplitTma.problem(at_arch, touched.tma_split) is None:
-        stages = min(touched.tma_stages, PageSplitTma.max_stages(at_arch, touched.tma_split))
-        label = f"page_split_tma_kernel{{'STAGES': {stages}, 'SPLIT': {touched.tma_split}}}"
+    tma = PageSplitTma.problem(spec) is None if isinstance(spec, PageSplitSpec) else False
+    stages = (config or spec.default_config(touched=True)).tma_stages if tma else 0
+    if stages:
+        stages = min(stages, PageSplitTma.max_stages(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch)))
+        label = f"page_split_tma_kernel{{'STAGES': {stages}}}"
         try:
-            out[label] = compile_tma(spec, arch, stages, touched.tma_split).metadata.shared
+            out[label] = compile_tma(spec, arch, stages).metadata.shared
         except Exception as e:
             raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: {type(e).__name__}: {e}") from e
     return out

@@ -387,24 +387,23 @@ def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: 
 def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count):
     """page_split_tma_kernel's launch over ``pages[0:count]`` (one program per SM), or None where it
     cannot run: under the interpreter, before sm90, where ``PageSplitTma`` does not fit the page
-    sizes and ``cfg.tma_split``, or for a pool of 2**31 rows of 64 B or more (TMA coordinates are int32)."""
+    sizes, or for a pool of 2**31 rows of 64 B or more (TMA coordinates are int32)."""
     dev = src64.device
     if dev.type != "cuda" or torch.cuda.get_device_capability(dev)[0] < 9:
         return None
     spec = PageSplitSpec(mod.SRC_PAGE_SIZE, mod.DST_PAGE_SIZE, device_arch(dev))
-    if PageSplitTma.problem(spec, cfg.tma_split) is not None \
-            or max(src64.numel(), dst64.numel()) * 8 // TMA_ROW_BYTES >= 1 << 31:
+    if PageSplitTma.problem(spec) is not None or max(src64.numel(), dst64.numel()) * 8 // TMA_ROW_BYTES >= 1 << 31:
         return None
-    unit = PageSplitTma(spec, cfg.tma_split)
+    unit = PageSplitTma(spec)
     tmod, ctx = load_module(unit), unit.template_context()
-    stages = min(cfg.tma_stages, PageSplitTma.max_stages(spec, cfg.tma_split))
+    stages = min(cfg.tma_stages, PageSplitTma.max_stages(spec))
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     width = TMA_ROW_BYTES // 8
     src2, dst2 = src64.view(-1, width), dst64.view(-1, width)
     lay = tma_layout()
-    # src_data, dst_data (boxes of data rows), src_scale, dst_scale (an item's scale rows)
+    # src_data, dst_data (boxes of data rows), src_scale, dst_scale (a destination page's scale rows)
     desc = [TensorDescriptor(t, list(t.shape), [width, 1], [rows, width], lay)
-            for rows in (ctx["box_rows"], ctx["item_scale_rows"]) for t in (src2, dst2)]
+            for rows in (ctx["box_rows"], ctx["scale_rows"]) for t in (src2, dst2)]
     grid = (_num_sms(dev),)
     return lambda: tmod.page_split_tma_kernel[grid](*desc, pages, count, N, STAGES=stages, num_warps=1)
 

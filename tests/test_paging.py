@@ -255,7 +255,7 @@ def _check_touched(src, got, P, pages, D=64):
                                       # (the TMA copy runs on an sm90+ GPU; here the list copy stands in)
                                       (256, PagingConfig(tma_stages=3)),
                                       (128, PagingConfig(tma_stages=2, mark_claim=True)),
-                                      (512, PagingConfig(lead_split=4, tma_stages=6, tma_split=2))])
+                                      (512, PagingConfig(lead_split=4, tma_stages=6))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -425,8 +425,6 @@ def test_spec_validation():
         PagingConfig(lead_split=8, lead_min_ids=-1).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.chunks=3 for page_split-sm120.*power of two in 1..16"):
         PagingConfig(chunks=3).check(spec)
-    with pytest.raises(ValueError, match=r"PagingConfig.tma_split=3 for page_split-sm120.*expected 1, 2 or 4"):
-        PagingConfig(tma_split=3).check(spec)
     for stages in (1, 9, True):
         with pytest.raises(ValueError, match=rf"PagingConfig.tma_stages={stages!r} for page_split-sm120.*0 or an int in 2..8"):
             PagingConfig(tma_stages=stages).check(spec)
@@ -439,26 +437,20 @@ def test_tma_copy_geometry():
     # scale rows are not a power-of-two box of 128 B or more (session 19: 8-token pages, a 64-byte box,
     # stopped the H200 with a misaligned address), or whose two stages do not fit, have no TMA copy.
     ctx = PageSplitTma(PageSplitSpec(256, 64)).template_context()
-    assert {k: ctx[k] for k in ("part_rows", "item_rows", "box_rows", "boxes", "item_scale_rows", "src_page_rows",
-                                "dst_page_rows", "src_scale_row", "item_bytes")} == dict(
-        part_rows=576, item_rows=576, box_rows=64, boxes=9, item_scale_rows=8, src_page_rows=2340, dst_page_rows=585,
-        src_scale_row=2304, item_bytes=37376)
-    # split 2: an item is half a destination page, 288 data rows (9 boxes of 32) and 4 scale rows
-    ctx = PageSplitTma(PageSplitSpec(256, 64), 2).template_context()
-    assert (ctx["item_rows"], ctx["box_rows"], ctx["boxes"], ctx["item_scale_rows"], ctx["item_bytes"]) == (288, 32, 9, 4, 18688)
+    assert {k: ctx[k] for k in ("part_rows", "box_rows", "boxes", "scale_rows", "src_page_rows", "dst_page_rows",
+                                "src_scale_row", "stage_bytes")} == dict(
+        part_rows=576, box_rows=64, boxes=9, scale_rows=8, src_page_rows=2340, dst_page_rows=585, src_scale_row=2304,
+        stage_bytes=37376)
     ctx = PageSplitTma(PageSplitSpec(64, 16)).template_context()
-    assert (ctx["box_rows"], ctx["boxes"], ctx["item_scale_rows"]) == (16, 9, 2)
+    assert (ctx["box_rows"], ctx["boxes"], ctx["scale_rows"]) == (16, 9, 2)
     assert PageSplitTma(PageSplitSpec(256, 64)).key == "page_split-sm90-model1-p256-to64-tma"
-    assert PageSplitTma(PageSplitSpec(256, 64), 4).key == "page_split-sm90-model1-p256-to64-tma-s4"
     assert PageSplitTma.max_stages(PageSplitSpec(256, 64)) == 6 and PageSplitTma.max_stages(PageSplitSpec(256, 64, "sm120")) == 2
-    for P, D, arch, split, why in ((240, 48, "sm90", 1, "dst_page_size=48: expected 16 x a power of two"),
-                                   (256, 8, "sm90", 1, "dst_page_size=8: expected 16 x a power of two"),
-                                   (64, 16, "sm90", 2, "dst_page_size=16: expected 32 x a power of two"),
-                                   (256, 64, "sm90", 3, "split=3: expected 1, 2 or 4"),
-                                   (512, 256, "sm90", 1, "dst_page_size=256: two stages of 149504 B exceed sm90.s"),
-                                   (256, 128, "sm120", 1, "dst_page_size=128: two stages of 74752 B exceed sm120.s")):
-        with pytest.raises(ValueError, match=f"no TMA copy for page_split-{arch}-model1-p{P}-to{D} with split {split}: {why}"):
-            PageSplitTma(PageSplitSpec(P, D, arch), split)
+    for P, D, arch, why in ((240, 48, "sm90", "dst_page_size=48: expected 16 x a power of two"),
+                            (256, 8, "sm90", "dst_page_size=8: expected 16 x a power of two"),
+                            (512, 256, "sm90", "dst_page_size=256: two stages of 149504 B exceed sm90.s"),
+                            (256, 128, "sm120", "dst_page_size=128: two stages of 74752 B exceed sm120.s")):
+        with pytest.raises(ValueError, match=f"no TMA copy for page_split-{arch}-model1-p{P}-to{D}: {why}"):
+            PageSplitTma(PageSplitSpec(P, D, arch))
     # The default on sm90 copies by TMA (measured there); elsewhere the list copy (not measured)
     assert PageSplitSpec(256, 64).default_config(touched=True).tma_stages == 3
     assert PageSplitSpec(256, 64, "sm120").default_config(touched=True).tma_stages == 0
@@ -476,17 +468,14 @@ for spec in (ConvertIndicesSpec(64, 2048), PackValidPrefixSpec(2048), PageSplitS
         shared = compile_paging(spec, arch)
         res[spec.key + "@" + arch] = max(shared.values()) <= ARCHS[arch].smem_bytes
 # the TMA copy (the default's on sm90; with a config on the others, its stages cut to what fits)
-import dataclasses
 tma = PageSplitSpec(256, 64).default_config(touched=True)
 assert tma.tma_stages
-for spec, split in ((PageSplitSpec(256, 64), 1), (PageSplitSpec(64, 16), 1), (PageSplitSpec(512, 128), 1),
-                    (PageSplitSpec(256, 64), 2), (PageSplitSpec(256, 64), 4)):
+for spec in (PageSplitSpec(256, 64), PageSplitSpec(64, 16), PageSplitSpec(512, 128)):
     for arch in ("sm90", "sm120", "sm121"):
-        if PageSplitTma.problem(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch), split) is None:
-            cfg = dataclasses.replace(tma, tma_split=split, tma_stages=min(8, tma.tma_stages * split))
-            shared = {k: v for k, v in compile_paging(spec, arch, cfg).items() if k.startswith("page_split_tma")}
+        if PageSplitTma.problem(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch)) is None:
+            shared = {k: v for k, v in compile_paging(spec, arch, tma).items() if k.startswith("page_split_tma")}
             assert len(shared) == 1, shared
-            res[spec.key + "@" + arch + f" tma split {split}"] = max(shared.values()) <= ARCHS[arch].smem_bytes
+            res[spec.key + "@" + arch + " tma"] = max(shared.values()) <= ARCHS[arch].smem_bytes
 print(json.dumps(res))
 """
 
@@ -500,7 +489,7 @@ def test_templates_compile_for_gpu_targets(tmp_path):
                          env=env, cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     fits = json.loads(res.stdout.strip().splitlines()[-1])
-    assert len(fits) == 12 + 13 and all(fits.values()), fits  # (512->128 has no TMA copy on sm120/121)
+    assert len(fits) == 12 + 7 and all(fits.values()), fits  # (512->128 has no TMA copy on sm120/121)
 
 
 def test_a_bad_config_is_reported_on_every_call():
