@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared at the end of session 18, to run after benchmarks/h200_session.sh (about 10 minutes): 32-head
+# Prepared at the end of session 18; run in session 19 (call 9) without its timeline step (about 8 minutes): 32-head
 # programs at T=1 for 64 and 128 heads (selected, then benched with the selection's table); the bench rows
 # of Gluon entries last measured before session 18's template change (Q by cp.async), beside FlashInfer
 # (session 18's call 6 meant to run them but measured default configs: a template edit in the working
@@ -25,7 +25,4 @@ bench_within 320 "" "fp8_ds_mla 128 128" "model1 128 128" "model1 128 1,4,16,32,
   "fp8 32 1,16,64,128,256" "fp8_nope 32 1,16,64,128,256" "fp8_ds_mla 32 1,16,64,128,256" \
   "model1 32 1,4,16,64,128,256" "fp8 64 16,64,128,256,4096" "fp8_nope 64 16,64,128,256,4096" \
   "fp8_ds_mla 64 16,64,128,256,4096" "model1 64 16,64,128,256,4096" "fp8_nope 16 16,64,128"
-timeout 80 python3 benchmarks/calls/gluon_timeline.py --rows fp8:16:256,bf16:128:128,bf16:128:1 \
-  > "$OUT/gluon_timeline.log" 2>&1
-echo "== gluon_timeline rc=$?"; grep -v "^ *$" "$OUT/gluon_timeline.log" | grep -v "Warn\|spread\|clock while\|phase  " | cut -c1-110
 pack_out
