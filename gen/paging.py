@@ -61,7 +61,8 @@ class PagingConfig:
     CUDA graph captures (eager, the extra launches cost more host time than they save),
     ``tma_stages``: 0, or copy the listed pages with page_split_tma_kernel (TMA bulk copies through
     shared memory, one program per SM, this many destination pages in flight in each; fewer where
-    the arch's shared memory holds fewer) on a GPU of sm90 or later (under the interpreter, where
+    the arch's shared memory holds fewer) on a GPU of sm90 or later, in calls a CUDA graph captures
+    (eager, its launch costs more host time than it saves; under the interpreter, where
     ``PageSplitTma`` does not fit the page sizes, and with mark_claim, whose claims the copy clears,
     the list copy; with the lead share, the rest's copy is the list kernel: its programs start beside
     the lead's TMA copy)."""
@@ -263,9 +264,9 @@ class PageSplitSpec(_Spec):
             # all five runs since session 10: scattered by 0.3-2.2 us (80.5-81.7 -> 79.3-80.2 us),
             # consecutive by 1.7-3.5 us (77.9-79.0 -> 75.5-76.4 us), the other pools within 0.7 us.
             # Session 19 (sm90 only, not measured elsewhere): the copy by TMA, 3 pages in flight per SM
-            # (the copy alone 71.9 -> 67.3 us scattered, 69.4 -> 65.2 consecutive, against 61.9 us of
-            # copy_), and a lead 1/32 of the ids: whole calls 80.4 -> 77.8 us scattered, 76.9 -> 75.7
-            # consecutive, 76.8 -> 75.2 for 131K ids, 11.6 -> 9.4 us for 4 pages.
+            # (the copy alone 72.1 -> 68.2 us scattered, 69.0 -> 64.1 consecutive, against ~60.7 us of
+            # copy_), and a lead 1/32 of the ids: whole calls in a graph 79.1 -> 76.7 us scattered,
+            # 75.8 -> 75.0 consecutive, 76.3 -> 74.9 for 131K ids, 11.2 -> 8.8 us for 4 pages.
             if self.arch == "sm90" and PageSplitTma.problem(self) is None:
                 return PagingConfig(block, 16, 2, mark_copies=2, mark_spacing=128, lead_split=32,
                                     lead_min_ids=1 << 17, tma_stages=3)
@@ -324,7 +325,7 @@ class PageSplitTma(_Spec):
                     src_page_rows=model1_page_bytes(P) // TMA_ROW_BYTES,
                     dst_page_rows=model1_page_bytes(D) // TMA_ROW_BYTES,
                     src_scale_row=P * M1_DATA_ROW_BYTES // TMA_ROW_BYTES,
-                    item_bytes=self.stage_bytes(self.spec), stage_bytes=self.stage_bytes(self.spec))
+                    stage_bytes=self.stage_bytes(self.spec))
 
 
 def tma_layout():

@@ -404,6 +404,21 @@ def test_bad_inputs():
         sparsemla.page_split(src, src_page_size=256, touched_indices=torch.zeros(3))
 
 
+def test_graph_only_paths_run_eagerly_once_per_config(monkeypatch):
+    # The lead share and the TMA copy cost more host time than they save in an eager call: outside a
+    # CUDA-graph capture they run only on the first call per (device, config), which builds their kernels.
+    capturing = [False]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])  # (CUDA calls, faked)
+    built = set()
+    cfg = PagingConfig(tma_stages=3)
+    assert paging._captured_or_first(built, "cuda:0", cfg)
+    assert not paging._captured_or_first(built, "cuda:0", cfg)
+    assert paging._captured_or_first(built, "cuda:0", PagingConfig(tma_stages=4))
+    assert paging._captured_or_first(built, "cuda:1", cfg)
+    capturing[0] = True
+    assert paging._captured_or_first(built, "cuda:0", cfg)  # inside a capture, always
+
+
 def test_spec_validation():
     with pytest.raises(ValueError, match=r"ConvertIndicesSpec.page_size=0"):
         ConvertIndicesSpec(0, 2048)
