@@ -351,7 +351,8 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
                      for w, k in ((4, 16), (8, 4), (16, 2))]):
             ts = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=c),
                        inner, repeats)
-            knobs = f"tma_stages={c.tma_stages}" if c.tma_stages else f"num_warps={c.num_warps}, programs_per_sm={c.programs_per_sm}"
+            knobs = (f"tma_stages={c.tma_stages}" if c.tma_stages
+                     else f"num_warps={c.num_warps}, programs_per_sm={c.programs_per_sm}")
             sweep_rows.append(_split_row(f"page_split touched, {_copy_name(c)}", knobs, ts, moved, copy, best)
                               | dict(config=str(c)))
 

@@ -159,8 +159,7 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
-                 ("ql", not self.q_async),
-                 ("prof", self.profile)]
+                 ("ql", not self.q_async), ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
     @property
@@ -174,5 +173,4 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs, q_async=self.q_async,
-                    profile=self.profile)
+                    p_regs=self.p_regs, q_async=self.q_async, profile=self.profile)

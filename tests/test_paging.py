@@ -14,7 +14,8 @@ import torch  # noqa: E402
 
 import sparsemla  # noqa: E402
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes  # noqa: E402
-from sparsemla.gen.paging import ConvertIndicesSpec, PackValidPrefixSpec, PagingConfig, PageSplitSpec, PageSplitTma  # noqa: E402
+from sparsemla.gen.paging import (ConvertIndicesSpec, PackValidPrefixSpec, PagingConfig, PageSplitSpec,  # noqa: E402
+                                  PageSplitTma)
 from sparsemla.runtime import paging  # noqa: E402
 from sparsemla.runtime.paging import (convert_indices_reference, pack_valid_prefix_reference,  # noqa: E402
                                       page_split_reference)
@@ -441,7 +442,8 @@ def test_spec_validation():
     with pytest.raises(ValueError, match=r"PagingConfig.chunks=3 for page_split-sm120.*power of two in 1..16"):
         PagingConfig(chunks=3).check(spec)
     for stages in (1, 9, True):
-        with pytest.raises(ValueError, match=rf"PagingConfig.tma_stages={stages!r} for page_split-sm120.*0 or an int in 2..8"):
+        with pytest.raises(ValueError,
+                           match=rf"PagingConfig.tma_stages={stages!r} for page_split-sm120.*0 or an int in 2..8"):
             PagingConfig(tma_stages=stages).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
 
@@ -459,7 +461,8 @@ def test_tma_copy_geometry():
     ctx = PageSplitTma(PageSplitSpec(64, 16)).template_context()
     assert (ctx["box_rows"], ctx["boxes"], ctx["scale_rows"]) == (16, 9, 2)
     assert PageSplitTma(PageSplitSpec(256, 64)).key == "page_split-sm90-model1-p256-to64-tma"
-    assert PageSplitTma.max_stages(PageSplitSpec(256, 64)) == 6 and PageSplitTma.max_stages(PageSplitSpec(256, 64, "sm120")) == 2
+    assert PageSplitTma.max_stages(PageSplitSpec(256, 64)) == 6
+    assert PageSplitTma.max_stages(PageSplitSpec(256, 64, "sm120")) == 2
     for P, D, arch, why in ((240, 48, "sm90", "dst_page_size=48: expected 16 x a power of two"),
                             (256, 8, "sm90", "dst_page_size=8: expected 16 x a power of two"),
                             (512, 256, "sm90", "dst_page_size=256: two stages of 149504 B exceed sm90.s"),
