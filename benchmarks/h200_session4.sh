@@ -4,7 +4,7 @@
 # checks first, the TMA copy at 256->64/128, 128->16 and 64->32 among them), then again without the
 # sweep for a second measurement of the same rows. (Calls 4 and 5 stopped at checks; call 6 ran commit
 # 5c3889f, call 7 4880c76 with PagingConfig.lead_claim, since removed; call 8 tma_split variants, since
-# removed; call 10 the final kernels, eager calls back on the list copy; call 12 PagingConfig.lead_pdl.)
+# removed; call 10 the final kernels, eager calls back on the list copy.)
 #   bash benchmarks/h200_session4.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1

@@ -65,8 +65,7 @@ class PagingConfig:
     (eager, its launch costs more host time than it saves; under the interpreter, where
     ``PageSplitTma`` does not fit the page sizes, and with mark_claim, whose claims the copy clears,
     the list copy; with the lead share, the rest's copy is the list kernel: its programs start beside
-    the lead's TMA copy), ``lead_pdl``: launch the lead share's compact as a programmatic dependent
-    of its mark (PDL, sm90 and later: the compact's launch overlaps the mark's tail)."""
+    the lead's TMA copy)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -80,7 +79,6 @@ class PagingConfig:
     lead_split: int = 0
     lead_min_ids: int = 0
     tma_stages: int = 0
-    lead_pdl: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -92,7 +90,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "lead_pdl"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -386,8 +384,7 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
                                         SPACING=touched.mark_spacing),
                PagingConfig(MARK_BLOCK, 4)) for d, c in ((False, False), (True, False), (False, True))],
             *[("page_compact_kernel", dict(BLOCK=COMPACT_BLOCK, COPIES=touched.mark_copies,
-                                           SPACING=touched.mark_spacing, LEAD=lead, PDL=lead),
-               PagingConfig(COMPACT_BLOCK, 4))
+                                           SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
               for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
             *[("page_split_list_kernel", dict(CLEAR=c), touched) for c in (False, True)],

@@ -368,12 +368,11 @@ def _mark(mod, state, tok, N: int, cfg, count, check: bool):
                           COPIES=cfg.mark_copies, CHECK=check, SPACING=cfg.mark_spacing, num_warps=4)
 
 
-def _compact(mod, state, N: int, cfg, pages, count, lead: bool, pdl: bool = False):
-    """The compact kernel's launch into ``pages[0:count]`` (``lead``: marks of listed pages become 2;
-    ``pdl``: as a programmatic dependent of the mark kernel before it on the stream)."""
+def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
+    """The compact kernel's launch into ``pages[0:count]`` (``lead``: marks of listed pages become 2)."""
     return lambda: launch(mod.page_compact_kernel, (-(-N // COMPACT_BLOCK),),
                           state.marks, N, pages, count, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies,
-                          SPACING=cfg.mark_spacing, LEAD=lead, PDL=pdl, launch_pdl=pdl, num_warps=4)
+                          SPACING=cfg.mark_spacing, LEAD=lead, num_warps=4)
 
 
 def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: bool = True):
@@ -430,10 +429,7 @@ def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     state = _page_list(src64.device, N, cfg)
     lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
     _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
-    # (lead_pdl: the compact launched as a programmatic dependent of the mark, on sm90 and later GPUs)
-    dev = src64.device
-    pdl = bool(cfg.lead_pdl) and dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 9
-    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True, pdl=pdl)()
+    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
     copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count)
     main = torch.cuda.current_stream(src64.device) if state.side is not None else None
     if main is not None:

@@ -256,7 +256,7 @@ def _check_touched(src, got, P, pages, D=64):
                                       # (the TMA copy runs on an sm90+ GPU; here the list copy stands in)
                                       (256, PagingConfig(tma_stages=3)),
                                       (128, PagingConfig(tma_stages=2, mark_claim=True)),
-                                      (512, PagingConfig(lead_split=4, tma_stages=6, lead_pdl=True))])
+                                      (512, PagingConfig(lead_split=4, tma_stages=6))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -441,8 +441,6 @@ def test_spec_validation():
         PagingConfig(lead_split=8, lead_min_ids=-1).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.chunks=3 for page_split-sm120.*power of two in 1..16"):
         PagingConfig(chunks=3).check(spec)
-    with pytest.raises(ValueError, match=r"PagingConfig.lead_pdl=1 for page_split-sm120-model1-p256-to64: expected True or False"):
-        PagingConfig(lead_pdl=1).check(spec)
     for stages in (1, 9, True):
         with pytest.raises(ValueError,
                            match=rf"PagingConfig.tma_stages={stages!r} for page_split-sm120.*0 or an int in 2..8"):
