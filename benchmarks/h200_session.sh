@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepared at the end of session 18, not yet run (its device time was spent); about 8 minutes: bf16
+# Prepared at the end of session 18; run as session 19's call 1 (its candidates lost and were removed from the
+# template since, so this script no longer runs as is: benchmarks/results/session19/README.md): bf16
 # NoPE's Gluon correctness cases, then three candidates against the shipped entries (each checked like a
 # tuning trial): GluonKernel.early_free (narrow entries), defer_pv and two_consumers (wide ones).
 # benchmarks/h200_session2.sh is the call after it.
