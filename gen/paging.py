@@ -301,6 +301,11 @@ class PageSplitTma(_Spec):
         return (ARCHS[spec.arch].smem_bytes - 1024) // cls.stage_bytes(spec)  # (1 KB: barriers, alignment)
 
     @classmethod
+    def stages(cls, spec: PageSplitSpec, requested: int) -> int:
+        """The stages a config's ``tma_stages`` runs with on ``spec.arch``: as many as fit."""
+        return min(requested, cls.max_stages(spec))
+
+    @classmethod
     def problem(cls, spec: PageSplitSpec) -> str | None:
         D = spec.dst_page_size
         if D % 16 or not _pow2(D // 8) or D // 8 > 256:
@@ -434,10 +439,11 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
             raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: "
                                f"{type(e).__name__}: {e}") from e
         out[label] = compiled.metadata.shared
-    tma = PageSplitTma.problem(spec) is None if isinstance(spec, PageSplitSpec) else False
-    stages = (config or spec.default_config(touched=True)).tma_stages if tma else 0
-    if stages:
-        stages = min(stages, PageSplitTma.max_stages(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch)))
+    # The TMA copy, where the runtime would run it: a config with tma_stages, page sizes that fit the arch.
+    at_arch = PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch) if isinstance(spec, PageSplitSpec) else None
+    stages = (config or spec.default_config(touched=True)).tma_stages if at_arch else 0
+    if stages and PageSplitTma.problem(at_arch) is None:
+        stages = PageSplitTma.stages(at_arch, stages)
         label = f"page_split_tma_kernel{{'STAGES': {stages}}}"
         try:
             out[label] = compile_tma(spec, arch, stages).metadata.shared

@@ -401,14 +401,14 @@ def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count):
     dev = src64.device
     if dev.type != "cuda" or torch.cuda.get_device_capability(dev)[0] < 9:
         return None
-    if not _captured_or_first(_tma_compiled, dev, cfg):
-        return None
     spec = PageSplitSpec(mod.SRC_PAGE_SIZE, mod.DST_PAGE_SIZE, device_arch(dev))
     if PageSplitTma.problem(spec) is not None or max(src64.numel(), dst64.numel()) * 8 // TMA_ROW_BYTES >= 1 << 31:
         return None
+    if not _captured_or_first(_tma_compiled, dev, cfg):  # (last: only a call that can run it builds it)
+        return None
     unit = PageSplitTma(spec)
     tmod, ctx = load_module(unit), unit.template_context()
-    stages = min(cfg.tma_stages, PageSplitTma.max_stages(spec))
+    stages = PageSplitTma.stages(spec, cfg.tma_stages)
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     width = TMA_ROW_BYTES // 8
     src2, dst2 = src64.view(-1, width), dst64.view(-1, width)
