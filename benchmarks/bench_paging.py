@@ -92,6 +92,13 @@ def make_pool(n_pages: int, page_size: int, gen) -> torch.Tensor:
     return pool.random_(0, 256, generator=gen)  # on the device: no 2 GB host tensor
 
 
+def split_pools(gen, pool_gb: float, P: int = 256, D: int = 64):
+    """(n, src, dst): a random pool of n MODEL1 pages of P tokens filling ``pool_gb`` GB, and a zeroed
+    destination pool of its pages split into D-token ones."""
+    n = int(pool_gb * 1e9) // model1_page_bytes(P)
+    return n, make_pool(n, P, gen), torch.zeros(n * P // D, model1_page_bytes(D), dtype=torch.uint8, device=DEV)
+
+
 def convert_problem(T, topk, page_size, num_reqs, max_blocks, gen):
     req = torch.randint(0, num_reqs, (T,), device=DEV, dtype=torch.int32, generator=gen)
     table = torch.randperm(num_reqs * max_blocks, device=DEV, generator=gen).to(torch.int32)
@@ -261,9 +268,7 @@ def touched_breakdown(src, dst, ids, cfg, what: str, inner: int, repeats: int, c
 
 def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[list[dict], list[dict]]:
     P, D = 256, 64
-    n = int(pool_gb * 1e9) // model1_page_bytes(P)
-    src = make_pool(n, P, gen)
-    dst = torch.zeros(n * P // D, model1_page_bytes(D), dtype=torch.uint8, device=DEV)
+    n, src, dst = split_pools(gen, pool_gb, P, D)
     flat_src, flat_dst = src.view(-1), dst.view(-1)
 
     def copies(nbytes: int, inner: int, label: str) -> tuple[list[dict], dict, dict]:

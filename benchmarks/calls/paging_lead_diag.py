@@ -18,13 +18,12 @@ import sys
 import torch
 
 import sparsemla
-from sparsemla.gen.layout import model1_page_bytes
 from sparsemla.gen.paging import PageSplitSpec
 from sparsemla.gen.render import load_module
 from sparsemla.runtime import paging
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_paging import _median_us, capture, make_pool, touched_tokens  # noqa: E402
+from bench_paging import _median_us, capture, split_pools, touched_tokens  # noqa: E402
 
 DEV = torch.device("cuda")
 P, D = 256, 64
@@ -32,9 +31,7 @@ P, D = 256, 64
 
 def main():
     gen = torch.Generator(device=DEV).manual_seed(0)
-    n = int(2e9) // model1_page_bytes(P)
-    src = make_pool(n, P, gen)
-    dst = torch.zeros(n * P // D, model1_page_bytes(D), dtype=torch.uint8, device=DEV)
+    n, src, dst = split_pools(gen, 2.0, P, D)
     s64, d64 = src.view(torch.int64), dst.view(torch.int64)
     spec = PageSplitSpec(P, D, "sm90")
     mod = load_module(spec)

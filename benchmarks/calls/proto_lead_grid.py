@@ -13,9 +13,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_paging import DEV, ROW, make_pool, timed, touched_tokens  # noqa: E402
+from bench_paging import DEV, ROW, split_pools, timed, touched_tokens  # noqa: E402
 
-from sparsemla.gen.layout import model1_page_bytes  # noqa: E402
 from sparsemla.gen.paging import PageSplitSpec  # noqa: E402
 from sparsemla.runtime import paging  # noqa: E402
 
@@ -24,9 +23,7 @@ P, D = 256, 64
 
 def main():
     gen = torch.Generator(device=DEV).manual_seed(0)
-    n = int(2e9) // model1_page_bytes(P)
-    src = make_pool(n, P, gen)
-    dst = torch.zeros(n * P // D, model1_page_bytes(D), dtype=torch.uint8, device=DEV)
+    n, src, dst = split_pools(gen, 2.0, P, D)
     tok = touched_tokens(n, P, n // 16, (256, 2048), gen)
     touched = int(torch.unique(tok[tok >= 0] // P).numel())
     near = touched_tokens(n, P, touched, (256, 2048), gen, consecutive=True)

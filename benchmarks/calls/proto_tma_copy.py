@@ -31,7 +31,7 @@ from sparsemla.gen.render import load_module
 from sparsemla.runtime import paging
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_paging import _median_us, capture, make_pool, touched_tokens  # noqa: E402
+from bench_paging import _median_us, capture, split_pools, touched_tokens  # noqa: E402
 
 # Triton 3.6 names the TMA copies async_copy_*; later releases async_load / async_store.
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
@@ -132,9 +132,7 @@ def check(dst, src, pages, n_src):
 
 def main():
     gen = torch.Generator(device=DEV).manual_seed(0)
-    n = int(2e9) // model1_page_bytes(P)
-    src = make_pool(n, P, gen)
-    dst = torch.zeros(n * RATIO, model1_page_bytes(D), dtype=torch.uint8, device=DEV)
+    n, src, dst = split_pools(gen, 2.0, P, D)
     s64, d64 = src.view(torch.int64), dst.view(torch.int64)
     mod = load_module(PageSplitSpec(P, D, "sm90"))
     sms = torch.cuda.get_device_properties(DEV).multi_processor_count
