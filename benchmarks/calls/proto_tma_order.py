@@ -11,6 +11,12 @@
    its launch and prologue overlap the compact; PDL needs one stream, so the lead copy stays on the main
    stream and the rest of the ids (mark, final compact, list copy) move to the side stream.
 
+Call 1 (ca321e8) timed 1 and 2: no gain (ORDER=1 68.3 against 63.5-64.0 us alone on consecutive pages, no
+faster on scattered ones; PDL within the noise). So address translation is not ruled out on scattered pages,
+but a contiguous run per program loses the contiguous window the round-robin order keeps on consecutive ones.
+3. PF (call 2). The round-robin order kept, each program warms the address translations of the item PF
+   items ahead with prefetch.global.L2 of a few of its source and destination lines.
+
 Times in a CUDA graph of back-to-back calls (as bench_paging), each whole-call variant twice, interleaved.
 Run on the GPU after `pip install .`: python3 benchmarks/calls/proto_tma_order.py
 """
@@ -36,6 +42,7 @@ _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_globa
 DEV = torch.device("cuda")
 P, D = 256, 64
 SPEC = PageSplitSpec(P, D, "sm90")
+PF_VARIANTS = ((0, 32), (4, 32), (8, 32), (8, 1))  # (items ahead, lines per part prefetched)
 CTX = PageSplitTma(SPEC).template_context()
 
 
@@ -54,13 +61,16 @@ def _load_item(src_data, src_scale, pages, w, data, scale, bars, s, ok, RATIO: g
 
 
 @gluon.jit
-def tma_order_kernel(src_data, dst_data, src_scale, dst_scale, pages, count, num_src_pages, STAGES: gl.constexpr,
-                     ORDER: gl.constexpr, PDL: gl.constexpr, RATIO: gl.constexpr, BOXES: gl.constexpr,
+def tma_order_kernel(src_data, dst_data, src_scale, dst_scale, pages, count, num_src_pages, src_bytes, dst_bytes,
+                     STAGES: gl.constexpr, ORDER: gl.constexpr, PDL: gl.constexpr, PF: gl.constexpr,
+                     PF_LANES: gl.constexpr, RATIO: gl.constexpr, BOXES: gl.constexpr,
                      BOX_ROWS: gl.constexpr, SRC_PAGE_ROWS: gl.constexpr, DST_PAGE_ROWS: gl.constexpr,
                      PART_ROWS: gl.constexpr, SRC_SCALE_ROW: gl.constexpr, SCALE_ROWS: gl.constexpr,
                      NBYTES: gl.constexpr):
     # The shipped page_split_tma_kernel with ORDER (0: round-robin items, 1: a contiguous run of items per
-    # program) and PDL (wait for the previous kernel in the stream only before reading the list).
+    # program), PDL (wait for the previous kernel in the stream only before reading the list) and PF (> 0:
+    # prefetch.global.L2 of PF_LANES lines spread over the source and destination part of the item PF items
+    # ahead, so its address translations (and some of its lines) are in place when its TMA copies start).
     pid = gl.program_id(0)
     num_programs = gl.num_programs(0)
     data = gl.allocate_shared_memory(src_data.dtype, [STAGES * BOXES] + src_data.block_type.shape, src_data.layout)
@@ -83,9 +93,21 @@ def tma_order_kernel(src_data, dst_data, src_scale, dst_scale, pages, count, num
     for k in gl.static_range(STAGES - 1):
         _load_item(src_data, src_scale, pages, first + k * step, data, scale, bars, k, k < n_mine, RATIO, BOXES,
                    BOX_ROWS, SRC_PAGE_ROWS, PART_ROWS, SRC_SCALE_ROW, SCALE_ROWS, NBYTES)
+    lane = gl.arange(0, PF_LANES, layout=gl.BlockedLayout([1], [32], [1], [0]))
     for i in range(n_mine):
         s = i % STAGES
         w = first + i * step
+        if PF > 0:
+            wp = first + (i + PF) * step
+            okp = (i + PF) < n_mine
+            npf = gl.load(pages + wp // RATIO, mask=okp, other=0).to(gl.int64)
+            rpf = wp % RATIO
+            spread = lane.to(gl.int64) * (((PART_ROWS * 64) // PF_LANES) // 128 * 128)
+            sp = src_bytes + (npf * SRC_PAGE_ROWS * 64 + rpf * PART_ROWS * 64) + spread
+            dp = dst_bytes + (npf * RATIO + rpf) * DST_PAGE_ROWS * 64 + spread
+            if okp:
+                gl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tprefetch.global.L2 [$2];\n\tmov.u32 $0, 0;",
+                                          "=r,l,l", [sp, dp], dtype=gl.int32, is_pure=False, pack=1)
         row = (gl.load(pages + w // RATIO) * RATIO + w % RATIO) * DST_PAGE_ROWS
         mbarrier.wait(bars.index(s), (i // STAGES) & 1)
         for b in gl.static_range(BOXES):
@@ -100,7 +122,7 @@ def tma_order_kernel(src_data, dst_data, src_scale, dst_scale, pages, count, num
         mbarrier.invalidate(bars.index(t))
 
 
-def order_copy(src64, dst64, N, pages, count, order, pdl, stages=3):
+def order_copy(src64, dst64, N, pages, count, order, pdl, stages=3, pf=0, pf_lanes=32):
     """A launcher of tma_order_kernel over pages[0:count] (descriptors as runtime/paging._tma_copy builds them)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -111,13 +133,14 @@ def order_copy(src64, dst64, N, pages, count, order, pdl, stages=3):
     desc = [TensorDescriptor(t, list(t.shape), [width, 1], [rows, width], lay)
             for rows in (CTX["box_rows"], CTX["scale_rows"]) for t in (src2, dst2)]
     grid = (torch.cuda.get_device_properties(DEV).multi_processor_count,)
-    kw = dict(STAGES=stages, ORDER=order, PDL=pdl, RATIO=CTX["ratio"], BOXES=CTX["boxes"], BOX_ROWS=CTX["box_rows"],
+    kw = dict(STAGES=stages, ORDER=order, PDL=pdl, PF=pf, PF_LANES=pf_lanes, RATIO=CTX["ratio"], BOXES=CTX["boxes"], BOX_ROWS=CTX["box_rows"],
               SRC_PAGE_ROWS=CTX["src_page_rows"], DST_PAGE_ROWS=CTX["dst_page_rows"], PART_ROWS=CTX["part_rows"],
               SRC_SCALE_ROW=CTX["src_scale_row"], SCALE_ROWS=CTX["scale_rows"], NBYTES=CTX["stage_bytes"],
               num_warps=1)
     if pdl:
         kw["launch_pdl"] = True
-    return lambda: tma_order_kernel[grid](*desc, pages, count, N, **kw)
+    sb, db = src64.view(torch.uint8), dst64.view(torch.uint8)
+    return lambda: tma_order_kernel[grid](*desc, pages, count, N, sb, db, **kw)
 
 
 def graph_us(fn, inner=10, repeats=20):
@@ -134,7 +157,7 @@ def check(dst, src, tok, n):
     return hot.numel()
 
 
-def whole_call(mod, src, dst, tok, n, cfg, order, pdl):
+def whole_call(mod, src, dst, tok, n, cfg, pf, lanes, order=0, pdl=False):
     """One touched page_split call with the lead share as runtime/paging._touched_with_lead makes it, the lead
     copy being tma_order_kernel(order); pdl: that copy on the main stream as a programmatic dependent of the
     lead's compact, the rest of the ids on the side stream."""
@@ -144,7 +167,7 @@ def whole_call(mod, src, dst, tok, n, cfg, order, pdl):
     lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)
     lead_mark = paging._mark(mod, state, tok[:lead], n, cfg, state.lead_count, bool(cfg.mark_check))
     lead_compact = paging._compact(mod, state, n, cfg, state.lead_pages, state.lead_count, lead=True)
-    lead_copy = order_copy(s64, d64, n, state.lead_pages, state.lead_count, order, pdl)
+    lead_copy = order_copy(s64, d64, n, state.lead_pages, state.lead_count, order, pdl, pf=pf, pf_lanes=lanes)
     rest_mark = paging._mark(mod, state, tok[lead:], n, cfg, state.count, True)
     final_compact = paging._compact(mod, state, n, cfg, state.pages, state.count, lead=False)
     rest_copy = paging._copy(mod, state, s64, d64, n, ratio, cfg, state.pages, state.count, tma=False)
@@ -189,15 +212,15 @@ def main():
         moved = k * (P // D) * D * 584
         copy_us = graph_us(lambda: dst.view(-1)[:moved].copy_(src.view(-1)[:moved]))
         for rep in range(2):
-            for order in (0, 1):
+            for pf, lanes in PF_VARIANTS:
                 dst.zero_()
-                us = graph_us(order_copy(s64, d64, n, pages, count, order, False))
+                us = graph_us(order_copy(s64, d64, n, pages, count, 0, False, pf=pf, pf_lanes=lanes))
                 check(dst, src, tok, n)
-                rows.append(("copy alone", pname, f"order {order}", us, copy_us / us))
-                print(f"  copy alone {pname:22s} order {order}: {us:7.2f} us  {copy_us / us:.3f} of copy_ "
+                rows.append(("copy alone", pname, f"pf {pf} x{lanes}", us, copy_us / us))
+                print(f"  copy alone {pname:22s} pf {pf} x{lanes}: {us:7.2f} us  {copy_us / us:.3f} of copy_ "
                       f"({copy_us:.2f})", flush=True)
-    # 2. Whole calls: shipped, and the lead copy with each order, with and without PDL.
-    variants = [("shipped", None)] + [(f"order {o}{' + pdl' if p else ''}", (o, p)) for o in (0, 1) for p in (False, True)]
+    # 2. Whole calls: shipped, and the lead copy with each prefetch variant (round-robin items, no PDL).
+    variants = [("shipped", None)] + [(f"pf {pf} x{lanes}", (pf, lanes)) for pf, lanes in PF_VARIANTS]
     for pname, tok in pools.items():
         hot = int(torch.unique(tok[tok >= 0] // P).numel())
         moved = hot * (P // D) * D * 584
