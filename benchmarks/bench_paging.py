@@ -159,8 +159,7 @@ def check_correctness(gen) -> list[str]:
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
             for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, chunks=8),
                         PagingConfig(mark_copies=2, mark_spacing=128), PagingConfig(tma_stages=2),
-                        PagingConfig(lead_split=8, tma_stages=6),
-                        PagingConfig(lead_split=2, lead_list=True, mark_spacing=4, tma_stages=3)):
+                        PagingConfig(lead_split=8, tma_stages=6)):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
                 assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
@@ -186,9 +185,6 @@ def check_correctness(gen) -> list[str]:
                 dataclasses.replace(spec.default_config(touched=True), mark_claim=True, chunks=4,
                                     lead_split=0),
                 dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0),  # 8K ids: lead path
-                # the lead share listed in one launch: one segment, and (lead 1/2) four
-                dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0, lead_list=True),
-                dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0, lead_list=True, lead_split=2),
                 dataclasses.replace(spec.default_config(touched=True), lead_split=0)):
         checked += check_graph_replay(gen, cfg)
     return checked
@@ -321,20 +317,17 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     mid_rows, mid_copy, mid_best = copies(mid_moved // 2, inner, f"{mid_moved / 2e9:.3f} GB")
     rows += mid_rows
     # The default (session 19 on sm90: a lead 1/32 of the ids copied by TMA on a side stream while the
-    # rest are marked, from 128K ids) against the same with lead_list toggled (session 20: the lead
-    # share marked and listed in one launch), the session-11 default (the list copy, 16 warps x 2
+    # rest are marked, from 128K ids) against the session-11 default (the list copy, 16 warps x 2
     # programs per SM, lead 1/8) and the plain path (mark, compact, copy) with either copy, on the four
     # pools. Measured and removed: session 10, the list copy loading its next page id ahead (no gain;
     # lead 1/4..1/64 differ by 1-2 us); session 11, the lead share listed by one program (first 1K-4K
     # ids; 91-94 us scattered). The chunk copy alone is 3 us faster than the list copy (70.7 vs 73.9
     # us scattered) but with the lead share slower (88.6 us), so it is an option for the plain path.
-    variants = [dict(lead_list=not cfg.lead_list), dict(tma_stages=0, lead_split=8, lead_list=False),
-                dict(lead_split=0, lead_list=False), dict(tma_stages=0, lead_split=0, lead_list=False)]
+    variants = [dict(tma_stages=0, lead_split=8), dict(lead_split=0), dict(tma_stages=0, lead_split=0)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         label = (f"{_copy_name(mc)}" + ("" if mc.tma_stages else f", w{mc.num_warps} x{mc.programs_per_sm}")
-                 + (f", lead 1/{mc.lead_split} from {mc.lead_min_ids} ids" if mc.lead_split else ", no lead")
-                 + (" listed in one launch" if mc.lead_list else ""))
+                 + (f", lead 1/{mc.lead_split} from {mc.lead_min_ids} ids" if mc.lead_split else ", no lead"))
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False),
                                               (near, f"{touched} consecutive pages, ids 256x2048", near_moved, copy,

@@ -25,7 +25,6 @@ INFLIGHT_WORDS = 8192  # most words page_split's list kernel loads before it sto
 CHUNK_WORDS = 512  # page_split_chunk_kernel: largest data chunk (4 KB)
 TMA_ROW_BYTES = 64  # page_split_tma_kernel views the pools as rows of 64 B: 576 B rows and pages are whole rows
 TMA_BOX_ROWS = 64  # its data boxes: at most 64 rows (4 KB)
-LEAD_SEGS_MAX = 256  # page_lead_list_kernel: at most this many programs (segments) of MARK_BLOCK ids
 
 
 def _pow2(x) -> bool:
@@ -66,9 +65,7 @@ class PagingConfig:
     (eager, its launch costs more host time than it saves; under the interpreter, where
     ``PageSplitTma`` does not fit the page sizes, and with mark_claim, whose claims the copy clears,
     the list copy; with the lead share, the rest's copy is the list kernel: its programs start beside
-    the lead's TMA copy), ``lead_list``: the lead share marked and listed by page_lead_list_kernel in
-    one launch (a segment of the list per program, at most LEAD_SEGS_MAX x MARK_BLOCK lead ids) instead
-    of a mark and a compact."""
+    the lead's TMA copy)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -82,7 +79,6 @@ class PagingConfig:
     lead_split: int = 0
     lead_min_ids: int = 0
     tma_stages: int = 0
-    lead_list: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -94,7 +90,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "lead_list"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -122,11 +118,6 @@ class PagingConfig:
             raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
                              f"mark kernel; expected mark_claim=False and mark_dedup=False")
-        if self.lead_list and (not self.lead_split or self.chunks or self.mark_spacing % 4):
-            raise ValueError(f"PagingConfig(lead_list=True, lead_split={self.lead_split}, chunks={self.chunks}, "
-                             f"mark_spacing={self.mark_spacing}) for {spec.key}: the lead list needs a lead share, "
-                             f"the list or TMA copy and int32-aligned marks; expected lead_split > 0, chunks=0 "
-                             f"and mark_spacing a multiple of 4")
         return self
 
 
@@ -349,15 +340,8 @@ def tma_layout():
     return gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=64, rank=2)
 
 
-def lead_segments(num_segs: int) -> int:
-    """The copy kernels' SEGS for a list of ``num_segs`` segments: a power of two, at least 32 (one warp's
-    lanes in the TMA copy)."""
-    return max(32, next_pow2(num_segs))
-
-
-def compile_tma(spec: PageSplitSpec, arch: str, stages: int, segs: int = 0):
-    """page_split_tma_kernel of ``spec`` compiled for ``arch`` with ``stages`` and ``segs`` (SEGS; without a
-    GPU)."""
+def compile_tma(spec: PageSplitSpec, arch: str, stages: int):
+    """page_split_tma_kernel of ``spec`` compiled for ``arch`` with ``stages`` (without a GPU)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -369,11 +353,10 @@ def compile_tma(spec: PageSplitSpec, arch: str, stages: int, segs: int = 0):
     data = f"tensordesc<i64[{ctx['box_rows']}, {TMA_ROW_BYTES // 8}],{lay!r}>"
     scale = f"tensordesc<i64[{ctx['scale_rows']}, {TMA_ROW_BYTES // 8}],{lay!r}>"
     sig = dict(src_data=data, dst_data=data, src_scale=scale, dst_scale=scale, pages="*i32", count="*i32",
-               num_src_pages="i32", num_segs="i32", STAGES="constexpr", SEGS="constexpr", SEG_BLOCK="constexpr")
+               num_src_pages="i32", STAGES="constexpr")
     fn = load_compilable_module(unit).page_split_tma_kernel
     attrs = {(4,): [["tt.divisibility", 16]], (5,): [["tt.divisibility", 16]]}  # pages, count
-    consts = dict(STAGES=stages, SEGS=segs, SEG_BLOCK=MARK_BLOCK)
-    return triton.compile(GluonASTSource(fn, sig, consts, attrs),
+    return triton.compile(GluonASTSource(fn, sig, dict(STAGES=stages), attrs),
                           target=GPUTarget("cuda", ARCHS[arch].cc, 32), options={"num_warps": 1})
 
 
@@ -387,7 +370,6 @@ _ARG_TYPES = {
     "page_split_kernel": dict(src="*i64", dst="*i64"),
     "page_claim_kernel": dict(touched="*i32", claims="*i32", pages="*i32", count="*i32"),
     "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
-    "page_lead_list_kernel": dict(touched="*i32", marks="*i8", marks32="*i32", seg_pages="*i32", seg_counts="*i32"),
     "page_split_chunk_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
 }
 
@@ -410,10 +392,7 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
                                            SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
               for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
-            ("page_lead_list_kernel", dict(BLOCK=MARK_BLOCK, COPIES=touched.mark_copies,
-                                           SPACING=max(4, touched.mark_spacing)), PagingConfig(MARK_BLOCK, 4)),
-            *[("page_split_list_kernel", dict(CLEAR=c, SEGS=segs, SEG_BLOCK=MARK_BLOCK), touched)
-              for c, segs in ((False, 0), (True, 0), (False, lead_segments(1)))],
+            *[("page_split_list_kernel", dict(CLEAR=c), touched) for c in (False, True)],
             *[("page_split_chunk_kernel", dict(CLEAR=c, CHUNKS=touched.chunks or 8), touched) for c in (False, True)]]
 
 
@@ -465,10 +444,9 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
     stages = (config or spec.default_config(touched=True)).tma_stages if at_arch else 0
     if stages and PageSplitTma.problem(at_arch) is None:
         stages = PageSplitTma.stages(at_arch, stages)
-        for segs in (0, lead_segments(1), lead_segments(LEAD_SEGS_MAX)):  # the plain list, the lead list's
-            label = f"page_split_tma_kernel{{'STAGES': {stages}, 'SEGS': {segs}}}"
-            try:
-                out[label] = compile_tma(spec, arch, stages, segs).metadata.shared
-            except Exception as e:
-                raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: {type(e).__name__}: {e}") from e
+        label = f"page_split_tma_kernel{{'STAGES': {stages}}}"
+        try:
+            out[label] = compile_tma(spec, arch, stages).metadata.shared
+        except Exception as e:
+            raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: {type(e).__name__}: {e}") from e
     return out

@@ -12,9 +12,8 @@ from functools import lru_cache
 import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import (COMPACT_BLOCK, LEAD_SEGS_MAX, MARK_BLOCK, TMA_ROW_BYTES, ConvertIndicesSpec,
-                                  PackValidPrefixSpec, PageSplitSpec, PageSplitTma, PagingConfig, lead_segments,
-                                  tma_layout)
+from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, TMA_ROW_BYTES, ConvertIndicesSpec, PackValidPrefixSpec,
+                                  PageSplitSpec, PageSplitTma, PagingConfig, tma_layout)
 from sparsemla.gen.render import interpreting, load_module
 
 from .api import device_arch
@@ -219,16 +218,6 @@ class _PageList:
         self.lead_pages = torch.empty(capacity, dtype=torch.int32, device=device)
         self.lead_count = torch.zeros(1, dtype=torch.int32, device=device)
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
-        self.seg_pages = self.seg_counts = None  # lead_list's segments (see lead_segments())
-
-    def lead_segments(self):
-        """(seg_pages, seg_counts): page_lead_list_kernel's list, a segment of MARK_BLOCK entries per program
-        (allocated on first use: 1 MB)."""
-        if self.seg_pages is None:
-            dev = self.pages.device
-            self.seg_pages = torch.empty(LEAD_SEGS_MAX * MARK_BLOCK, dtype=torch.int32, device=dev)
-            self.seg_counts = torch.zeros(LEAD_SEGS_MAX, dtype=torch.int32, device=dev)
-        return self.seg_pages, self.seg_counts
 
 
 def _page_list(device, num_pages: int, cfg) -> _PageList:
@@ -263,7 +252,7 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     out: the destination; None keeps a persistent buffer per (device, buffer_tag), filled
     completely on the call that allocates it. Padding bytes are never written.
     config: every page: ``block`` and ``num_warps``; touched pages: ``num_warps`` and
-    ``programs_per_sm`` of the copy's fixed grid, ``chunks``, ``lead_split``, ``lead_list`` and ``lead_min_ids``
+    ``programs_per_sm`` of the copy's fixed grid, ``chunks``, ``lead_split`` and ``lead_min_ids``
     (inside CUDA-graph capture only, see ``_takes_lead``), ``mark_claim``, ``mark_dedup``,
     ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``).
     With touched_indices the kernels keep state on the device (see ``_PageList``; the default's
@@ -386,27 +375,24 @@ def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
                           SPACING=cfg.mark_spacing, LEAD=lead, num_warps=4)
 
 
-def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: bool = True, num_segs: int = 0):
-    """The copy kernel's launch over ``pages[0:count]`` (``num_segs`` > 0: over the segments of
-    page_lead_list_kernel, ``count`` holding one count per segment): a fixed grid of a few programs per
-    SM (with mark_claim it clears the claims of the pages it copies); the TMA copy where ``tma``,
+def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: bool = True):
+    """The copy kernel's launch over ``pages[0:count]``: a fixed grid of a few programs per SM
+    (with mark_claim it clears the claims of the pages it copies); the TMA copy where ``tma``,
     ``cfg.tma_stages`` and the GPU allow it (``_tma_copy``)."""
-    segs = lead_segments(num_segs) if num_segs else 0
     if tma and cfg.tma_stages and not cfg.mark_claim:  # (the list kernel clears the claims)
-        copy = _tma_copy(mod, src64, dst64, N, cfg, pages, count, num_segs, segs)
+        copy = _tma_copy(mod, src64, dst64, N, cfg, pages, count)
         if copy is not None:
             return copy
     grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(src64.device)),)
     if cfg.chunks:
         return lambda: launch(mod.page_split_chunk_kernel, grid, src64, dst64, pages, count, N, state.claims,
                               CLEAR=bool(cfg.mark_claim), CHUNKS=cfg.chunks, num_warps=cfg.num_warps)
-    return lambda: launch(mod.page_split_list_kernel, grid, src64, dst64, pages, count, N, state.claims, num_segs,
-                          CLEAR=bool(cfg.mark_claim), SEGS=segs, SEG_BLOCK=MARK_BLOCK, num_warps=cfg.num_warps)
+    return lambda: launch(mod.page_split_list_kernel, grid, src64, dst64, pages, count, N, state.claims,
+                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps)
 
 
-def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count, num_segs: int = 0, segs: int = 0):
-    """page_split_tma_kernel's launch over ``pages[0:count]`` (or ``num_segs`` segments, SEGS ``segs``; one
-    program per SM), or None where it
+def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count):
+    """page_split_tma_kernel's launch over ``pages[0:count]`` (one program per SM), or None where it
     cannot run: under the interpreter, before sm90, where ``PageSplitTma`` does not fit the page
     sizes, or for a pool of 2**31 rows of 64 B or more (TMA coordinates are int32); and eagerly
     launched, except on the first call per config (``_captured_or_first``): its launch through the
@@ -431,8 +417,7 @@ def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count, num_segs: int = 0, s
     desc = [TensorDescriptor(t, list(t.shape), [width, 1], [rows, width], lay)
             for rows in (ctx["box_rows"], ctx["scale_rows"]) for t in (src2, dst2)]
     grid = (_num_sms(dev),)
-    return lambda: tmod.page_split_tma_kernel[grid](*desc, pages, count, N, num_segs, STAGES=stages, SEGS=segs,
-                                                     SEG_BLOCK=MARK_BLOCK, num_warps=1)
+    return lambda: tmod.page_split_tma_kernel[grid](*desc, pages, count, N, STAGES=stages, num_warps=1)
 
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
@@ -440,23 +425,12 @@ def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     of the first 1/lead_split of the ids (their marks become 2), copy them on the side stream
     while the rest of the ids mark only unlisted pages (CHECK), then list and copy those and
     join. With scattered ids the lead share already names nearly every page, so the big copy
-    starts after a short mark instead of the whole one. With ``cfg.lead_list`` one kernel marks and
-    lists the lead share (a segment of the list per program), which the lead's copy reads as such.
-    Under the interpreter: one stream."""
+    starts after a short mark instead of the whole one. Under the interpreter: one stream."""
     state = _page_list(src64.device, N, cfg)
     lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
-    if cfg.lead_list:  # one launch lists the lead share's pages, in a segment per program
-        lead = min(lead, LEAD_SEGS_MAX * MARK_BLOCK)
-        grid = -(-lead // MARK_BLOCK)
-        seg_pages, seg_counts = state.lead_segments()
-        marks32 = state.marks[:state.marks.numel() // 4 * 4].view(torch.int32)
-        launch(mod.page_lead_list_kernel, (grid,), tok, lead, state.marks, marks32, N, seg_pages, seg_counts,
-               BLOCK=MARK_BLOCK, COPIES=cfg.mark_copies, SPACING=cfg.mark_spacing, num_warps=4)
-        copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, seg_pages, seg_counts, num_segs=grid)
-    else:
-        _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
-        _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
-        copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count)
+    _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
+    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
+    copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count)
     main = torch.cuda.current_stream(src64.device) if state.side is not None else None
     if main is not None:
         state.side.wait_stream(main)

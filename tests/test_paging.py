@@ -14,8 +14,8 @@ import torch  # noqa: E402
 
 import sparsemla  # noqa: E402
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes  # noqa: E402
-from sparsemla.gen.paging import (MARK_BLOCK, ConvertIndicesSpec, PackValidPrefixSpec, PagingConfig,  # noqa: E402
-                                  PageSplitSpec, PageSplitTma)
+from sparsemla.gen.paging import (ConvertIndicesSpec, PackValidPrefixSpec, PagingConfig, PageSplitSpec,  # noqa: E402
+                                  PageSplitTma)
 from sparsemla.runtime import paging  # noqa: E402
 from sparsemla.runtime.paging import (convert_indices_reference, pack_valid_prefix_reference,  # noqa: E402
                                       page_split_reference)
@@ -256,10 +256,7 @@ def _check_touched(src, got, P, pages, D=64):
                                       # (the TMA copy runs on an sm90+ GPU; here the list copy stands in)
                                       (256, PagingConfig(tma_stages=3)),
                                       (128, PagingConfig(tma_stages=2, mark_claim=True)),
-                                      (512, PagingConfig(lead_split=4, tma_stages=6)),
-                                      (256, PagingConfig(lead_split=2, lead_list=True, mark_spacing=4)),
-                                      (512, PagingConfig(lead_split=4, lead_list=True, mark_copies=2, mark_spacing=128,
-                                                         tma_stages=3))])
+                                      (512, PagingConfig(lead_split=4, tma_stages=6))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -281,7 +278,7 @@ def test_page_split_touched_list_strides_and_resets(P, config):
         listed = state.pages[:int(state.count)].tolist()
         if config is not None and config.lead_split:  # the lead share's pages, then only new ones
             rest_listed += len(listed)
-            listed += _lead_listed(state, config, tok)
+            listed += state.lead_pages[:int(state.lead_count)].tolist()
         assert sorted(listed) == sorted(pages), (listed, pages)  # each page listed once
         assert (state.marks == 0).all() and (state.claims == 0).all(), pages
     if config is not None and config.lead_split >= 4:
@@ -291,41 +288,6 @@ def test_page_split_touched_list_strides_and_resets(P, config):
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
         paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=config)
         assert (out == SENTINEL).all()
-
-
-def _lead_listed(state, config, tok) -> list[int]:
-    """The pages the lead share listed: lead_pages[0:lead_count], or lead_list's segments."""
-    if not config.lead_list:
-        return state.lead_pages[:int(state.lead_count)].tolist()
-    lead = min(tok.numel(), -(-tok.numel() // (config.lead_split * 16)) * 16)
-    seg_pages, seg_counts = state.lead_segments()
-    return [p for s in range(-(-lead // MARK_BLOCK))
-            for p in seg_pages[s * MARK_BLOCK:s * MARK_BLOCK + int(seg_counts[s])].tolist()]
-
-
-@pytest.mark.parametrize("config", [PagingConfig(lead_split=2, lead_list=True, mark_spacing=4, programs_per_sm=3),
-                                    PagingConfig(lead_split=2, lead_list=True, mark_copies=2, mark_spacing=128,
-                                                 mark_check=True)])
-def test_page_split_lead_list_segments(config):
-    # The lead share over several programs of page_lead_list_kernel: each of its pages is listed in one
-    # segment only, the copy reads the segments end to end (pages of both segments and of the rest are
-    # copied), and the marks are 0 again after the call.
-    gen = torch.Generator().manual_seed(21)
-    P, N = 128, 40
-    src = _pool(gen, N, P)
-    shape = (N * P // 64, model1_page_bytes(64))
-    for pages in (list(range(0, N, 2)), [3, 39], list(range(N))):
-        tok = _touched_problem(gen, N, P, pages, per_page=240)
-        assert tok.numel() // 2 > 2 * MARK_BLOCK or len(pages) < 3  # (the lead share: 3 segments and more)
-        out = torch.full(shape, SENTINEL, dtype=torch.uint8)
-        paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=config)
-        _check_touched(src, out, P, pages)
-        state = paging._list_buffers[src.device]
-        lead_listed = _lead_listed(state, config, tok)
-        assert len(lead_listed) == len(set(lead_listed)), lead_listed
-        listed = lead_listed + state.pages[:int(state.count)].tolist()
-        assert sorted(listed) == sorted(pages)
-        assert (state.marks == 0).all()
 
 
 def test_page_split_default_takes_the_lead_path_only_from_lead_min_ids():
@@ -530,7 +492,7 @@ for spec in (PageSplitSpec(256, 64), PageSplitSpec(64, 16), PageSplitSpec(512, 1
     for arch in ("sm90", "sm120", "sm121"):
         if PageSplitTma.problem(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch)) is None:
             shared = {k: v for k, v in compile_paging(spec, arch, tma).items() if k.startswith("page_split_tma")}
-            assert len(shared) == 3, shared  # the plain list, and the lead list in 32 and 256 segments
+            assert len(shared) == 1, shared
             res[spec.key + "@" + arch + " tma"] = max(shared.values()) <= ARCHS[arch].smem_bytes
 # where the page sizes do not fit the arch, the runtime runs the list copy: nothing to compile, no error
 assert not any(k.startswith("page_split_tma") for k in compile_paging(PageSplitSpec(512, 128), "sm120", tma))
