@@ -15,7 +15,8 @@ Call 1 (ca321e8) timed 1 and 2: no gain (ORDER=1 68.3 against 63.5-64.0 us alone
 faster on scattered ones; PDL within the noise). So address translation is not ruled out on scattered pages,
 but a contiguous run per program loses the contiguous window the round-robin order keeps on consecutive ones.
 3. PF (call 2). The round-robin order kept, each program warms the address translations of the item PF
-   items ahead with prefetch.global.L2 of a few of its source and destination lines.
+   items ahead with prefetch.global.L2 of a few of its source and destination lines. Slower in every row
+   (by 1 us with one line per part, 4-5 us with 32): benchmarks/results/session20/README.md.
 
 Times in a CUDA graph of back-to-back calls (as bench_paging), each whole-call variant twice, interleaved.
 Run on the GPU after `pip install .`: python3 benchmarks/calls/proto_tma_order.py
