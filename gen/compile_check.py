@@ -127,7 +127,8 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
     if config.gluon:
         from triton.experimental.gluon._runtime import GluonASTSource
         fn, source = mod.sparse_mla_fwd_gluon, GluonASTSource
-        constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True}
+        constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "PDL": False}
+        constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}  # (older templates: no PDL)
         from .gluon import gluon_launch_options
         options = gluon_launch_options(mod)
     else:

@@ -25,6 +25,9 @@ from .kvcache import KVCacheView
 _workspaces: dict = {}
 # SPARSEMLA_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (to rule the direct launcher out).
 _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
+# SPARSEMLA_PDL=0: the combine kernel is always launched after the attention kernel; by default it is
+# launched as a programmatic dependent of a Gluon attention kernel whose grid fits one wave (``_pdl``).
+_PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -155,6 +158,18 @@ class _Kernel:
         return compiled
 
 
+def _pdl(config: Config, grid: int, device: torch.device) -> bool:
+    """Whether the combine kernel is launched as a programmatic dependent (PDL, sm90 and later) of the
+    attention kernel: for a Gluon kernel (which lets it launch at once) whose grid fits one wave, so its
+    programs start on the SMs left free and wait there for the partials, and the combine's launch
+    overlaps the attention kernel (H200: 0.4-0.9 us of 9-14 us at T=1, session 16; with two waves the
+    early combine programs took SMs the second wave needed, 1.4-2.2 us slower at T=4)."""
+    if not (_PDL and config.gluon and device.type == "cuda") or interpreting():
+        return False
+    props = torch.cuda.get_device_properties(device)
+    return props.major >= 9 and grid <= props.multi_processor_count
+
+
 class TritonLaunch:
     """``run_triton`` for one argument signature, prepared once and called per call.
 
@@ -197,6 +212,7 @@ class TritonLaunch:
         fwd.fixed(*lse_strides)
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
+        pdl = S > 1 and _pdl(config, grid, q.device)
         # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
@@ -217,7 +233,7 @@ class TritonLaunch:
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config))
-            self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd, dict(SPLIT_K=S > 1),
+            self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd, dict(SPLIT_K=S > 1, PDL=pdl),
                                gluon_launch_options(gmod), q.device)
         else:
             self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
@@ -226,11 +242,11 @@ class TritonLaunch:
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if S > 1:
-            self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink)
+            self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl)
         if self.ws_numel:
             self._attach_workspace()
 
-    def _combine_kernel(self, mod, spec, T, H, S, out, lse, lse_strides, attn_sink) -> None:
+    def _combine_kernel(self, mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl: bool) -> None:
         comb = _Args()
         comb.fixed(None, None)  # o_part, lse_part, set by _attach_workspace
         comb.per_call(_SINK, attn_sink is not None)
@@ -241,8 +257,8 @@ class TritonLaunch:
         s_p2 = next_pow2(S)
         block_dv = max(16, min(spec.d_v, 8192 // s_p2))
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
-                               dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv), dict(num_warps=4),
-                               self.device)
+                               dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl),
+                               dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)
 
     def _attach_workspace(self) -> None:
         """Point the workspace arguments at the shared buffer (again, after a launch grew it)."""
