@@ -400,3 +400,22 @@ def test_q_rows_the_gluon_kernel_copies_by_cp_async():
     assert _cp_async_rows(torch.zeros(4, 16, 640, dtype=torch.bfloat16)[..., :576])
     assert not _cp_async_rows(torch.zeros(4, 16, 579, dtype=torch.bfloat16)[..., :576])
     assert not _cp_async_rows(torch.zeros(4, 576, 16, dtype=torch.bfloat16).transpose(1, 2))
+
+
+def test_combine_is_a_programmatic_dependent_only_of_gluon_grids_of_half_the_sms(monkeypatch):
+    # runtime/triton_backend._pdl: PDL for the combine behind a Gluon kernel whose grid takes at most half
+    # the SMs of an sm90+ GPU (H200, session 20: faster there, slower with 128 programs on 132 SMs).
+    props = types.SimpleNamespace(major=9, multi_processor_count=132)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
+    monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
+    cuda = torch.device("cuda", 0)
+    gluon, triton = Config(16, 64, 32, 8, 2, gluon=True), Config(16, 64, 32, 8, 2)
+    assert triton_backend._pdl(gluon, 64, cuda) and triton_backend._pdl(gluon, 66, cuda)
+    assert not triton_backend._pdl(gluon, 67, cuda) and not triton_backend._pdl(gluon, 128, cuda)
+    assert not triton_backend._pdl(triton, 32, cuda)  # the Triton kernel does not let it launch early
+    assert not triton_backend._pdl(gluon, 32, torch.device("cpu"))
+    props.major = 8
+    assert not triton_backend._pdl(gluon, 32, cuda)
+    props.major = 9
+    monkeypatch.setattr(triton_backend, "_PDL", False)  # SPARSEMLA_PDL=0
+    assert not triton_backend._pdl(gluon, 32, cuda)
