@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Session 20, call 6 (about 3 minutes): benchmarks/calls/pdl_one_wave.py again at T = 16, 32, 64 (every row whose
+# shipped config is a split Gluon grid of one wave, with and without PDL), for the 128-program grids with 2-4 splits.
+#   bash benchmarks/h200_session10.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
+set -u
+export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
+check_tables
+timeout 480 python3 benchmarks/calls/pdl_one_wave.py --tokens 16,32,64 > "$OUT/pdl_one_wave.log" 2>&1
+echo "== pdl_one_wave rc=$?"; grep "^|" "$OUT/pdl_one_wave.log" | grep -v "runs:" | sort -u | head -70
+pack_out
