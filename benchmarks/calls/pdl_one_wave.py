@@ -3,10 +3,12 @@
 Session 16 measured PDL for every split launch: 0.4-0.9 us faster at T=1 behind the Gluon kernel, slower at
 T=4 where 128-256 programs ran in two waves (the early combine programs held SMs the second wave needed),
 and behind the Triton kernel (which does not let it launch early). runtime/triton_backend._pdl now takes it
-only for a Gluon kernel whose grid fits one wave. Every suite row at T = 1, 4, 16 whose shipped config that
-rule applies to is checked against the reference with PDL (poisoned inputs, gen.gpu_measure.check) and timed
-with and without it, interleaved twice (gen.gpu_measure.time_calls: CUDA-graph replay over rotating inputs,
-as a tuning trial), us per call.
+only for a Gluon kernel whose grid fits one wave. Every suite row at T = 1, 4, 16 whose shipped config is
+such a split grid is checked against the reference with PDL (poisoned inputs, gen.gpu_measure.check) and
+timed with and without it, interleaved twice (gen.gpu_measure.time_calls: CUDA-graph replay over rotating
+inputs, as a tuning trial), us per call. Call 4 ran it with the rule of 86620d6 as the switch; call 6
+(T = 16, 32, 64) with the rule of 5a2ab54, which left PDL off in both modes (so it timed the noise: 0.99-1.00x);
+since call 7 each mode is forced, whatever the runtime's rule.
 Run on the GPU after `pip install .`: python3 benchmarks/calls/pdl_one_wave.py [--formats bf16,fp8 ...]
 """
 import argparse
@@ -21,12 +23,15 @@ from sparsemla.runtime.dispatch import select_config
 
 
 def timed(sets, cfg, pdl: bool) -> float:
-    tb._PDL = pdl
+    """us per call with the combine launched as a programmatic dependent (pdl) or not, whatever the
+    runtime's rule (triton_backend._pdl) would choose."""
+    rule = tb._pdl
+    tb._pdl = lambda config, grid, device: pdl
     api.clear_call_cache()  # (a prepared launch keeps the PDL choice it was made with)
     try:
         return time_calls(_calls(sets, cfg))[0]
     finally:
-        tb._PDL = True
+        tb._pdl = rule
         api.clear_call_cache()
 
 
@@ -48,7 +53,12 @@ def main():
                     print(f"  {fmt} H={H} T={T}: {cfg} grid {grid}: the rule does not apply", flush=True)
                     continue
                 kw = make_inputs(spec, T, dev, slots=1 << 16, poison=True)
-                res = check(spec, cfg, kw)  # with PDL (the default switch)
+                rule = tb._pdl
+                tb._pdl = lambda config, grid, device: True
+                api.clear_call_cache()
+                res = check(spec, cfg, kw)  # with PDL
+                tb._pdl = rule
+                api.clear_call_cache()
                 ok = "ok" if res.ok else f"FAILED: {res.reason}"
                 sets = timing_sets(spec, T, dev)
                 times = {False: [], True: []}
