@@ -26,8 +26,8 @@ _workspaces: dict = {}
 # SPARSEMLA_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (to rule the direct launcher out).
 _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
 # SPARSEMLA_PDL=0: the combine kernel is always launched after the attention kernel; by default it is
-# launched as a programmatic dependent of a Gluon attention kernel whose grid fills at most half the SMs
-# (``_pdl``).
+# launched as a programmatic dependent of a Gluon attention kernel whose grid fills at most half the SMs,
+# or one wave with at most 4 splits (``_pdl``).
 _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
@@ -162,15 +162,18 @@ class _Kernel:
 def _pdl(config: Config, grid: int, device: torch.device) -> bool:
     """Whether the combine kernel is launched as a programmatic dependent (PDL, sm90 and later) of the
     attention kernel: for a Gluon kernel (which lets it launch at once) whose grid takes at most half the
-    SMs, so the combine's programs start on the SMs left free and wait there for the partials, and its
-    launch overlaps the attention kernel. H200, session 20 (benchmarks/results/session20/README.md,
-    call 4): 1.02-1.10x in all 16 suite rows (T = 1, 4) with grids of 32-64 programs; with 128 programs
-    0.75-0.98x with 8-32 splits (the combine's programs crowd onto the few SMs left free), 1.02-1.03x with
-    4 splits (T = 16, six rows, not taken). Session 16 had found grids of two waves slower still."""
+    SMs, so the combine's programs start on the SMs left free and wait there for the partials, or whose
+    grid fits one wave with at most 4 splits (a light combine behind long programs). H200, session 20
+    (benchmarks/results/session20/README.md, calls 4 and 7): 1.02-1.10x in all 16 suite rows (T = 1, 4)
+    with grids of 32-64 programs; with 128 programs 1.01-1.03x with 4 splits (T = 16, six rows, twice),
+    0.99-1.02x with 2 (23 rows, +0.7% on average), but 0.75-0.98x with 8-32 splits (the combine's
+    programs crowd onto the few SMs left free, then read 8-32 partials there). Session 16 had found grids
+    of two waves slower still."""
     if not (_PDL and config.gluon and device.type == "cuda") or interpreting():
         return False
     props = torch.cuda.get_device_properties(device)
-    return props.major >= 9 and 2 * grid <= props.multi_processor_count
+    sms = props.multi_processor_count
+    return props.major >= 9 and (2 * grid <= sms or (grid <= sms and config.num_splits <= 4))
 
 
 class TritonLaunch:

@@ -404,7 +404,8 @@ def test_q_rows_the_gluon_kernel_copies_by_cp_async():
 
 def test_combine_is_a_programmatic_dependent_only_of_gluon_grids_of_half_the_sms(monkeypatch):
     # runtime/triton_backend._pdl: PDL for the combine behind a Gluon kernel whose grid takes at most half
-    # the SMs of an sm90+ GPU (H200, session 20: faster there, slower with 128 programs on 132 SMs).
+    # the SMs of an sm90+ GPU, or one wave with at most 4 splits (H200, session 20: faster there, slower
+    # with 128 programs on 132 SMs and 8-32 splits).
     props = types.SimpleNamespace(major=9, multi_processor_count=132)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
     monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
@@ -412,6 +413,9 @@ def test_combine_is_a_programmatic_dependent_only_of_gluon_grids_of_half_the_sms
     gluon, triton = Config(16, 64, 32, 8, 2, gluon=True), Config(16, 64, 32, 8, 2)
     assert triton_backend._pdl(gluon, 64, cuda) and triton_backend._pdl(gluon, 66, cuda)
     assert not triton_backend._pdl(gluon, 67, cuda) and not triton_backend._pdl(gluon, 128, cuda)
+    few = Config(64, 64, 4, 8, 2, gluon=True)  # 4 splits: one wave is enough
+    assert triton_backend._pdl(few, 128, cuda) and triton_backend._pdl(few, 132, cuda)
+    assert not triton_backend._pdl(few, 133, cuda)
     assert not triton_backend._pdl(triton, 32, cuda)  # the Triton kernel does not let it launch early
     assert not triton_backend._pdl(gluon, 32, torch.device("cpu"))
     props.major = 8
