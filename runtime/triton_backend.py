@@ -166,7 +166,7 @@ def _pdl(config: Config, grid: int, device: torch.device) -> bool:
     grid fits one wave with at most 4 splits (a light combine behind long programs). H200, session 20
     (benchmarks/results/session20/README.md, calls 4 and 7): 1.02-1.10x in all 16 suite rows (T = 1, 4)
     with grids of 32-64 programs; with 128 programs 1.01-1.03x with 4 splits (T = 16, six rows, twice),
-    0.99-1.02x with 2 (23 rows, +0.7% on average), but 0.75-0.98x with 8-32 splits (the combine's
+    0.99-1.02x with 2 (22 rows, +0.7% on average), but 0.75-0.98x with 8-32 splits (the combine's
     programs crowd onto the few SMs left free, then read 8-32 partials there). Session 16 had found grids
     of two waves slower still."""
     if not (_PDL and config.gluon and device.type == "cuda") or interpreting():
