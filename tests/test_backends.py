@@ -402,7 +402,7 @@ def test_q_rows_the_gluon_kernel_copies_by_cp_async():
     assert not _cp_async_rows(torch.zeros(4, 576, 16, dtype=torch.bfloat16).transpose(1, 2))
 
 
-def test_combine_is_a_programmatic_dependent_only_of_gluon_grids_of_half_the_sms(monkeypatch):
+def test_combine_is_a_programmatic_dependent_only_of_gluon_grids_that_leave_sms_free(monkeypatch):
     # runtime/triton_backend._pdl: PDL for the combine behind a Gluon kernel whose grid takes at most half
     # the SMs of an sm90+ GPU, or one wave with at most 4 splits (H200, session 20: faster there, slower
     # with 128 programs on 132 SMs and 8-32 splits).
