@@ -146,7 +146,25 @@ unit = GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16, profile=True)
 compiled = compile_module(load_compilable_module(unit), unit.spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90")
 out["auto h16 profile"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                                setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
-print(json.dumps(out))
+# the combine as a programmatic dependent (runtime/triton_backend._pdl): the Gluon kernel lets it launch
+# (griddepcontrol.launch_dependents), the combine waits for the grid (griddepcontrol.wait); off, neither
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from sparsemla.gen.compile_check import _signature
+pdl = {}
+spec = KernelSpec(num_heads=64, arch="sm90")
+for on in (False, True):
+    compiled = compile_module(load_compilable_module(GluonKernel(spec, 16)), spec, Config(16, 64, 16, 8, 2, gluon=True),
+                              "sm90", pdl=on)
+    pdl[f"fwd {on}"] = compiled.asm["ptx"].count("griddepcontrol.launch_dependents")
+    fn = load_compilable_module(spec).sparse_mla_combine
+    consts = dict(NUM_SPLITS=16, SPLITS_P2=16, BLOCK_DV=512, PDL=on)
+    sig, attrs = _signature(fn, spec, consts)
+    compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": 4})
+    pdl[f"combine {on}"] = compiled.asm["ptx"].count("griddepcontrol.wait")
+print(json.dumps(dict(kernels=out, pdl=pdl)))
 """
 
 
@@ -190,7 +208,11 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     res = subprocess.run([sys.executable, "-c", _GLUON_SASS_SCRIPT], env=dict(os.environ, TRITON_INTERPRET="0"),
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
-    counts = json.loads(res.stdout.strip().splitlines()[-1])
+    result = json.loads(res.stdout.strip().splitlines()[-1])
+    counts, pdl = result["kernels"], result["pdl"]
+    # PDL: one launch_dependents at the Gluon kernel's start, a wait before the combine reads partials
+    assert pdl["fwd True"] >= 1 and pdl["combine True"] >= 1, pdl
+    assert pdl["fwd False"] == 0 and pdl["combine False"] == 0, pdl
     # wgmma, cp.async (Q, and the gathers with bf16 only: fp8 tiles go through registers), mbarriers (SYNCS) between
     # the partitions, register reallocation.
     for fmt, c in counts.items():
