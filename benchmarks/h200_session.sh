@@ -12,23 +12,8 @@ set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-select_into() {  # NAME LIMIT_S ARGS...: one gluon_select.py run into $OUT/NAME
-  local name=$1 limit=$2
-  shift 2
-  mkdir -p "$OUT/$name"
-  timeout "$limit" python3 benchmarks/gluon_select.py "$OUT/$name" "$@" > "$OUT/$name.log" 2>&1
-  echo "== gluon_select $name rc=$?"; grep " -> " "$OUT/$name.log" | sed 's/^sparse_mla-sm90-//' | cut -c1-220
-}
 select_into select_t4_wide 150 --tokens 4 --heads 64,128 --formats fp8_e4m3,model1,fp8_ds_mla-qk576-v512-h64
 select_into select_small_narrow 200 --narrow --tokens 1,4 --heads 16,32
-TABLES=$(mktemp -d)
-cp -r "$(python3 -c 'from sparsemla.gen.tuned_table import package_dir; print(package_dir())')"/. "$TABLES/"
-for name in select_t4_wide select_small_narrow; do
-  if [ -f "$OUT/$name/NVIDIA_H200/sparse_mla.json" ]; then
-    python3 benchmarks/merge_tuned.py "$OUT/$name/NVIDIA_H200/sparse_mla.json" "$TABLES/NVIDIA_H200/sparse_mla.json" \
-      --only-faster > "$OUT/merge_$name.log" 2>&1
-    echo "== merge $name rc=$?"; sed 's/^sparse_mla-sm90-//' "$OUT/merge_$name.log" | cut -c1-200
-  fi
-done
+merged_tables select_t4_wide select_small_narrow
 bench_within 150 "$TABLES" "bf16,fp8,fp8_nope,fp8_ds_mla,model1 128 4" "bf16,bf16_nope,fp8,fp8_nope,fp8_ds_mla,model1 16,32 1,4"
 pack_out

@@ -42,3 +42,24 @@ paging() {  # LIMIT_S [NAME]: the paging benchmark, without its config sweep, in
 pack_out() {  # $OUT as one archive: the device sends back files, not folders
   tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
 }
+
+select_into() {  # NAME LIMIT_S ARGS...: one benchmarks/gluon_select.py run (ARGS) into $OUT/NAME, its winners printed
+  local name=$1 limit=$2
+  shift 2
+  mkdir -p "$OUT/$name"
+  timeout "$limit" python3 benchmarks/gluon_select.py "$OUT/$name" "$@" > "$OUT/$name.log" 2>&1
+  echo "== gluon_select $name rc=$?"; grep " -> " "$OUT/$name.log" | sed 's/^sparse_mla-sm90-//' | cut -c1-220
+}
+
+merged_tables() {  # NAME...: sets TABLES to a copy of the package's tuned tables with the tables of the select_into
+  # runs NAME merged --only-faster (bench_within "$TABLES" ... then measures with them)
+  TABLES=$(mktemp -d)
+  cp -r "$(python3 -c 'from sparsemla.gen.tuned_table import package_dir; print(package_dir())')"/. "$TABLES/"
+  local name
+  for name in "$@"; do
+    [ -f "$OUT/$name/NVIDIA_H200/sparse_mla.json" ] || continue
+    python3 benchmarks/merge_tuned.py "$OUT/$name/NVIDIA_H200/sparse_mla.json" "$TABLES/NVIDIA_H200/sparse_mla.json" \
+      --only-faster > "$OUT/merge_$name.log" 2>&1
+    echo "== merge $name rc=$?"; sed 's/^sparse_mla-sm90-//' "$OUT/merge_$name.log" | cut -c1-200
+  done
+}
