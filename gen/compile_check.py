@@ -118,10 +118,11 @@ def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "s
 
 
 def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd",
-                   pdl: bool = False):
+                   pdl: bool = False, fused: bool = False):
     """``compile_kernel`` for a module already imported (e.g. one rendered from another revision of
     its template): the Triton module's ``kernel``, or a Gluon module's kernel, whose tiling is fixed
-    (``pdl``: as the runtime launches it when the combine is its programmatic dependent)."""
+    (``pdl``: as the runtime launches it when the combine is its programmatic dependent; ``fused``: with
+    the combine in the kernel)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -129,8 +130,8 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
     if config.gluon:
         from triton.experimental.gluon._runtime import GluonASTSource
         fn, source = mod.sparse_mla_fwd_gluon, GluonASTSource
-        constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "PDL": pdl}
-        constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}  # (older templates: no PDL)
+        constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "PDL": pdl, "FUSED": fused}
+        constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}  # (older templates: no PDL, FUSED)
         from .gluon import gluon_launch_options
         options = gluon_launch_options(mod)
     else:

@@ -10,7 +10,9 @@ Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` wi
   gathers (bf16, cp.async) or dequantizes (fp8), or two dequantize alternate tiles
   (``num_warps=12``). With ``num_stages=1`` (session 16) a program has one stage and at most 128
   registers per thread, so two programs share an SM and each one's waits hide under the other's work.
-Split-K partials are merged by the Triton module's combine kernel.
+Split-K partials are merged by the Triton module's combine kernel, or (the kernel's FUSED constexpr, chosen
+at launch by runtime/triton_backend._fused) by the last split of each token and head block to finish, which
+finds its counters SYNC_FLOATS floats before the partials.
 """
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ from .spec import KernelSpec
 _COMMON = dict(block_n=64, num_stages=2, index_prefetch=False, p_exchange=False, l2_prefetch=0)
 _NARROW = dict(_COMMON, num_warps=(8, 12), num_stages=(2, 1))
 FIXED = {64: dict(_COMMON, num_warps=(8,)), 32: _NARROW, 16: _NARROW}
+# float32 counters before the split-K partials in the runtime's workspace (4 per token and head block of a
+# FUSED launch: up to 8192 of them), zeroed once; every FUSED launch leaves them 0.
+SYNC_FLOATS = 1 << 15
 
 
 def unsupported(spec: KernelSpec) -> str:
@@ -173,4 +178,4 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs, q_async=self.q_async, profile=self.profile)
+                    p_regs=self.p_regs, q_async=self.q_async, profile=self.profile, sync_floats=SYNC_FLOATS)

@@ -16,7 +16,7 @@ import os
 
 import torch
 
-from sparsemla.gen.gluon import GluonKernel, gluon_launch_options
+from sparsemla.gen.gluon import SYNC_FLOATS, GluonKernel, gluon_launch_options
 from sparsemla.gen.render import interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
@@ -29,6 +29,9 @@ _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
 # launched as a programmatic dependent of a Gluon attention kernel whose grid fills at most half the SMs,
 # or one wave with at most 4 splits (``_pdl``).
 _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
+# SPARSEMLA_FUSED_COMBINE=0: split-K partials always go to the combine kernel; by default a Gluon kernel with
+# 2-4 splits merges them itself (``_fused``).
+_FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -40,12 +43,15 @@ _Q, _IDX, _TOPK_LEN, _SINK, _OUT, _LSE, _X_IDX, _X_TOPK_LEN, _SCALE = range(9)
 
 def workspace(device: torch.device, numel: int) -> torch.Tensor:
     """A float32 scratch buffer reused across calls (grown, never shrunk), so steady-state
-    calls allocate nothing and can be captured in a CUDA graph."""
+    calls allocate nothing and can be captured in a CUDA graph. The SYNC_FLOATS floats before it
+    are the fused combine's counters (gen.gluon.SYNC_FLOATS): zeroed when allocated, and every
+    launch that uses them leaves them 0."""
     buf = _workspaces.get(device)
-    if buf is None or buf.numel() < numel:
-        buf = torch.empty(max(numel, 1), dtype=torch.float32, device=device)
+    if buf is None or buf.numel() < SYNC_FLOATS + numel:
+        buf = torch.empty(SYNC_FLOATS + max(numel, 1), dtype=torch.float32, device=device)
+        buf[:SYNC_FLOATS].zero_()
         _workspaces[device] = buf
-    return buf[:numel]
+    return buf[SYNC_FLOATS:SYNC_FLOATS + numel]
 
 
 class _Args:
@@ -176,6 +182,15 @@ def _pdl(config: Config, grid: int, device: torch.device) -> bool:
     return props.major >= 9 and (2 * grid <= sms or (grid <= sms and config.num_splits <= 4))
 
 
+def _fused(config: Config, T: int, head_blocks: int) -> bool:
+    """Whether a Gluon kernel merges its split-K partials itself (the template's FUSED: the last split of
+    each token and head block to finish merges the others' partials with its own accumulator, so there
+    is no combine kernel, and the last split's partial is never written). With 2-4 splits, and at most
+    SYNC_FLOATS / 4 token and head blocks (their counters)."""
+    return (_FUSED and config.gluon and 2 <= config.num_splits <= 4 and 4 * T * head_blocks <= SYNC_FLOATS
+            and not interpreting())
+
+
 class TritonLaunch:
     """``run_triton`` for one argument signature, prepared once and called per call.
 
@@ -218,7 +233,8 @@ class TritonLaunch:
         fwd.fixed(*lse_strides)
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
-        pdl = S > 1 and _pdl(config, grid, q.device)
+        fused = S > 1 and _fused(config, T, head_blocks)
+        pdl = S > 1 and not fused and _pdl(config, grid, q.device)
         # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
@@ -239,7 +255,8 @@ class TritonLaunch:
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config))
-            self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd, dict(SPLIT_K=S > 1, PDL=pdl),
+            self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd,
+                               dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0),
                                gluon_launch_options(gmod), q.device)
         else:
             self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
@@ -247,7 +264,7 @@ class TritonLaunch:
                                     INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange,
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
-        if S > 1:
+        if S > 1 and not fused:
             self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl)
         if self.ws_numel:
             self._attach_workspace()
