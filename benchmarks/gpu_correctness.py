@@ -4,7 +4,8 @@ unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf to
 cache, LSE, split-K and direct write, q rows not 16-byte aligned, each with and without p_exchange (P through the per-program
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
-`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases), e.g.
+`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases; `fused`: those
+whose split-K partials are merged in the kernel), e.g.
 `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
 import os
@@ -30,8 +31,11 @@ GLUON_CASES = [(s, f, False, True, h, bh, w, st) for h, bh, w, st in (
     (128, 64, 8, 2), (32, 64, 8, 2), (16, 64, 8, 2), (16, 16, 8, 2), (32, 32, 8, 2), (24, 16, 8, 2), (16, 16, 12, 2),
     (32, 32, 12, 2), (16, 16, 8, 1), (24, 16, 8, 1), (128, 16, 8, 2), (128, 32, 8, 2)) for s in (1, 4)
     for f in ("plain", "sink+lse")]
-only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1")]
-kernel_cases = [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
+# 64-head programs with 2 splits merge the partials in the kernel (runtime/triton_backend._fused, session 21)
+FUSED_CASES = [(2, f, False, True, h, 64, 8, 2) for h in (128, 32, 16) for f in ("plain", "sink+lse")]
+GLUON_CASES += FUSED_CASES
+only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1", "fused")]
+kernel_cases = FUSED_CASES if "fused" in sys.argv[1:] else [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
     else GLUON_CASES if "gluon" in sys.argv[1:] else TRITON_CASES + GLUON_CASES
 for case, (fmt, d_qk, page) in FORMAT_CASES.items():

@@ -29,8 +29,8 @@ _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
 # launched as a programmatic dependent of a Gluon attention kernel whose grid fills at most half the SMs,
 # or one wave with at most 4 splits (``_pdl``).
 _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
-# SPARSEMLA_FUSED_COMBINE=0: split-K partials always go to the combine kernel; by default a Gluon kernel with
-# 2-4 splits merges them itself (``_fused``).
+# SPARSEMLA_FUSED_COMBINE=0: split-K partials always go to the combine kernel; by default a Gluon kernel of
+# 64-head programs with 2 splits merges them itself (``_fused``).
 _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
@@ -184,11 +184,14 @@ def _pdl(config: Config, grid: int, device: torch.device) -> bool:
 
 def _fused(config: Config, T: int, head_blocks: int) -> bool:
     """Whether a Gluon kernel merges its split-K partials itself (the template's FUSED: the last split of
-    each token and head block to finish merges the others' partials with its own accumulator, so there
-    is no combine kernel, and the last split's partial is never written). With 2-4 splits, and at most
-    SYNC_FLOATS / 4 token and head blocks (their counters)."""
-    return (_FUSED and config.gluon and 2 <= config.num_splits <= 4 and 4 * T * head_blocks <= SYNC_FLOATS
-            and not interpreting())
+    each token and head block to finish merges the others' partials with its own accumulator, so there is
+    no combine kernel, and the last split's partial is never written): for 64-head programs with 2 splits,
+    while the counters of the token and head blocks (4 floats each) fit in SYNC_FLOATS. H200, session 21
+    (benchmarks/results/session21/README.md, call 2): 1.01-1.04x in all 8 such suite rows (T=32 H=128,
+    T=64 H=64); with 2 splits of 16- and 32-head programs 0.96-0.99x, with 4 splits 0.92x, with 8-16 splits
+    0.31-0.94x (one program reads 3-15 partials of the others while the rest of the grid has finished)."""
+    return (_FUSED and config.gluon and config.block_h == 64 and config.num_splits == 2
+            and 4 * T * head_blocks <= SYNC_FLOATS and not interpreting())
 
 
 class TritonLaunch:

@@ -423,3 +423,38 @@ def test_combine_is_a_programmatic_dependent_only_of_gluon_grids_that_leave_sms_
     props.major = 9
     monkeypatch.setattr(triton_backend, "_PDL", False)  # SPARSEMLA_PDL=0
     assert not triton_backend._pdl(gluon, 32, cuda)
+
+
+def test_the_fused_combine_takes_64_head_gluon_kernels_with_2_splits(monkeypatch):
+    # runtime/triton_backend._fused: the last split of each token and head block merges the partials in the
+    # Gluon kernel (no combine kernel) for 64-head programs with 2 splits (H200, session 21: faster there,
+    # slower with 16- or 32-head programs or more splits), while the counters of its token and head blocks
+    # fit in the workspace's prefix (4 floats each).
+    from sparsemla.gen.gluon import SYNC_FLOATS
+    monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
+    for splits, want in ((1, False), (2, True), (4, False), (8, False)):
+        assert triton_backend._fused(Config(64, 64, splits, 8, 2, gluon=True), 32, 2) == want, splits
+    assert not triton_backend._fused(Config(16, 64, 2, 8, 2, gluon=True), 32, 8)
+    assert not triton_backend._fused(Config(64, 64, 2, 8, 2), 32, 2)  # the Triton kernel has no FUSED
+    cfg = Config(64, 64, 2, 8, 2, gluon=True)
+    assert triton_backend._fused(cfg, SYNC_FLOATS // 4 // 2, 2)
+    assert not triton_backend._fused(cfg, SYNC_FLOATS // 4 // 2 + 1, 2)
+    monkeypatch.setattr(triton_backend, "_FUSED", False)  # SPARSEMLA_FUSED_COMBINE=0
+    assert not triton_backend._fused(cfg, 32, 2)
+
+
+def test_the_workspace_keeps_the_fused_combines_counters_zeroed_before_it(monkeypatch):
+    # The scratch that split-K partials go to starts SYNC_FLOATS floats into the buffer; those floats are the
+    # FUSED kernels' counters (found before o_part), zeroed when the buffer is allocated or grown.
+    from sparsemla.gen.gluon import SYNC_FLOATS
+    monkeypatch.setattr(triton_backend, "_workspaces", {})
+    dev = torch.device("cpu")
+    ws = triton_backend.workspace(dev, 100)
+    buf = triton_backend._workspaces[dev]
+    assert ws.numel() == 100 and ws.data_ptr() == buf.data_ptr() + 4 * SYNC_FLOATS
+    assert bool((buf[:SYNC_FLOATS] == 0).all())
+    ws.fill_(7.0)
+    assert triton_backend.workspace(dev, 50).data_ptr() == ws.data_ptr()  # reused, not grown
+    grown = triton_backend.workspace(dev, 1000)
+    assert triton_backend._workspaces[dev] is not buf and grown.numel() == 1000
+    assert bool((triton_backend._workspaces[dev][:SYNC_FLOATS] == 0).all())

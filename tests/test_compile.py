@@ -164,7 +164,20 @@ for on in (False, True):
     compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": 4})
     pdl[f"combine {on}"] = compiled.asm["ptx"].count("griddepcontrol.wait")
-print(json.dumps(dict(kernels=out, pdl=pdl)))
+# the split-K combine in the kernel (FUSED, the split count; runtime/triton_backend._fused): tickets and counts of
+# partials written by atomics (release after a partition's stores, acquire before the last split reads them)
+fused = {}
+for fmt, H, bh, st, kw in (("auto", 128, 64, 2, {}), ("fp8_ds_mla", 64, 64, 2, dict(page_size=64)),
+                           ("auto", 16, 16, 2, {}), ("fp8_e4m3", 16, 16, 1, dict(page_size=16))):
+    spec = KernelSpec(kv_format=fmt, num_heads=H, arch="sm90", has_sink=True, return_lse=True, **kw)
+    cfg = Config(bh, 64, 4, 8, st, gluon=True)
+    for on in (0, 2, 4):
+        compiled = compile_module(load_compilable_module(GluonKernel.for_config(spec, cfg)), spec, cfg, "sm90",
+                                  fused=on)
+        ptx = compiled.asm["ptx"]
+        fused[f"{fmt} h{bh} st{st} {on}"] = dict(release=ptx.count(".release."), acquire=ptx.count(".acquire."),
+                                                 STL=sass_opcode_counts(compiled.asm["cubin"], ("STL",))["STL"])
+print(json.dumps(dict(kernels=out, pdl=pdl, fused=fused)))
 """
 
 
@@ -213,6 +226,13 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     # PDL: one launch_dependents at the Gluon kernel's start, a wait before the combine reads partials
     assert pdl["fwd True"] >= 1 and pdl["combine True"] >= 1, pdl
     assert pdl["fwd False"] == 0 and pdl["combine False"] == 0, pdl
+    # FUSED: one release per writing partition (the wide kernel's A and B, the narrow kernel's M) and an
+    # acquire spin for each; none without. Shared memory holds the accumulator for the merge, so no spills
+    # with a bf16 cache (a few bytes in the wide fp8 kernel with 4 splits).
+    for name, c in result["fused"].items():
+        on, wide = not name.endswith(" 0"), " h64 " in name
+        assert (c["release"], c["acquire"] > 0) == (((2 if wide else 1), True) if on else (0, False)), (name, c)
+        assert c["STL"] <= (0 if name.startswith("auto") or not on else 8), (name, c)
     # wgmma, cp.async (Q, and the gathers with bf16 only: fp8 tiles go through registers), mbarriers (SYNCS) between
     # the partitions, register reallocation.
     for fmt, c in counts.items():

@@ -7,7 +7,8 @@ whose tuned config is a Gluon kernel with 2 to 16 splits is checked against the 
 (poisoned inputs, gen.gpu_measure.check), then timed without it (the combine kernel, with PDL where the
 runtime's rule takes it) and with it, interleaved twice (gen.gpu_measure.time_calls: CUDA-graph replay over
 rotating inputs, as a tuning trial), us per call. Each mode is forced, whatever runtime/triton_backend._fused
-would choose. Rows stop being started once --budget seconds have passed.
+would choose; each row is checked again after the timed CUDA-graph replays (the counters each launch must
+leave at 0). Rows stop being started once --budget seconds have passed.
 Run on the GPU after `pip install .`: python3 benchmarks/calls/fused_combine.py [--formats bf16,fp8 ...]
 """
 import argparse
@@ -64,6 +65,9 @@ def main():
                     for fused in (False, True):
                         forced(fused)
                         times[fused].append(time_calls(_calls(sets, cfg))[0])
+                forced(True)  # checked again after the replays: every launch left the counters at 0
+                again = check(spec, cfg, kw)
+                ok += "" if again.ok else f", after the replays FAILED: {again.reason}"
                 off, on = min(times[False]), min(times[True])
                 label = f"h{cfg.block_h} s{S} st{cfg.num_stages} gl"
                 line = f"| {fmt} | {H} | {T} | {label} | {grid} | {off:.2f} | {on:.2f} | {off / on:.3f} | {ok} |"
