@@ -30,7 +30,7 @@ _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
 # or one wave with at most 4 splits (``_pdl``).
 _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 # SPARSEMLA_FUSED_COMBINE=0: split-K partials always go to the combine kernel; by default a Gluon kernel of
-# 64-head programs with 2 splits merges them itself (``_fused``).
+# full 64-head programs with 2 splits merges them itself (``_fused``).
 _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
@@ -182,16 +182,18 @@ def _pdl(config: Config, grid: int, device: torch.device) -> bool:
     return props.major >= 9 and (2 * grid <= sms or (grid <= sms and config.num_splits <= 4))
 
 
-def _fused(config: Config, T: int, head_blocks: int) -> bool:
+def _fused(config: Config, T: int, num_heads: int) -> bool:
     """Whether a Gluon kernel merges its split-K partials itself (the template's FUSED: the last split of
     each token and head block to finish merges the others' partials with its own accumulator, so there is
-    no combine kernel, and the last split's partial is never written): for 64-head programs with 2 splits,
-    while the counters of the token and head blocks (4 floats each) fit in SYNC_FLOATS. H200, session 21
-    (benchmarks/results/session21/README.md, call 2): 1.01-1.04x in all 8 such suite rows (T=32 H=128,
-    T=64 H=64); with 2 splits of 16- and 32-head programs 0.96-0.99x, with 4 splits 0.92x, with 8-16 splits
-    0.31-0.94x (one program reads 3-15 partials of the others while the rest of the grid has finished)."""
-    return (_FUSED and config.gluon and config.block_h == 64 and config.num_splits == 2
-            and 4 * T * head_blocks <= SYNC_FLOATS and not interpreting())
+    no combine kernel, and the last split's partial is never written): for programs of 64 heads, none
+    masked, with 2 splits, while the counters of the token and head blocks (4 floats each) fit in
+    SYNC_FLOATS. H200, session 21 (benchmarks/results/session21/README.md, calls 2 and 4): 1.01-1.05x in 10
+    of the 11 such suite rows (T=32 H=128, T=64 H=64; fp8 NoPE T=64 H=64 0.99x); 0.93x with 32 heads in a
+    64-head program; with 2 splits of 16- and 32-head programs 0.96-0.99x, with 4 splits 0.92x, with 8-16
+    splits 0.31-0.94x (one program reads 3-15 partials of the others while the rest of the grid has
+    finished)."""
+    return (_FUSED and config.gluon and config.block_h == 64 and num_heads % 64 == 0 and config.num_splits == 2
+            and 4 * T * (num_heads // 64) <= SYNC_FLOATS and not interpreting())
 
 
 class TritonLaunch:
@@ -236,7 +238,7 @@ class TritonLaunch:
         fwd.fixed(*lse_strides)
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
-        fused = S > 1 and _fused(config, T, head_blocks)
+        fused = S > 1 and _fused(config, T, H)
         pdl = S > 1 and not fused and _pdl(config, grid, q.device)
         # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused

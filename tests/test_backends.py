@@ -425,22 +425,23 @@ def test_combine_is_a_programmatic_dependent_only_of_gluon_grids_that_leave_sms_
     assert not triton_backend._pdl(gluon, 32, cuda)
 
 
-def test_the_fused_combine_takes_64_head_gluon_kernels_with_2_splits(monkeypatch):
+def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):
     # runtime/triton_backend._fused: the last split of each token and head block merges the partials in the
-    # Gluon kernel (no combine kernel) for 64-head programs with 2 splits (H200, session 21: faster there,
-    # slower with 16- or 32-head programs or more splits), while the counters of its token and head blocks
-    # fit in the workspace's prefix (4 floats each).
+    # Gluon kernel (no combine kernel) for 64-head programs, none masked, with 2 splits (H200, session 21:
+    # faster there, slower with 32 heads in a 64-head program, 16- or 32-head programs, or more splits),
+    # while the counters of its token and head blocks fit in the workspace's prefix (4 floats each).
     from sparsemla.gen.gluon import SYNC_FLOATS
     monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
     for splits, want in ((1, False), (2, True), (4, False), (8, False)):
-        assert triton_backend._fused(Config(64, 64, splits, 8, 2, gluon=True), 32, 2) == want, splits
-    assert not triton_backend._fused(Config(16, 64, 2, 8, 2, gluon=True), 32, 8)
-    assert not triton_backend._fused(Config(64, 64, 2, 8, 2), 32, 2)  # the Triton kernel has no FUSED
+        assert triton_backend._fused(Config(64, 64, splits, 8, 2, gluon=True), 32, 128) == want, splits
     cfg = Config(64, 64, 2, 8, 2, gluon=True)
-    assert triton_backend._fused(cfg, SYNC_FLOATS // 4 // 2, 2)
-    assert not triton_backend._fused(cfg, SYNC_FLOATS // 4 // 2 + 1, 2)
+    assert triton_backend._fused(cfg, 64, 64) and not triton_backend._fused(cfg, 64, 32)
+    assert not triton_backend._fused(Config(16, 64, 2, 8, 2, gluon=True), 32, 128)
+    assert not triton_backend._fused(Config(64, 64, 2, 8, 2), 32, 128)  # the Triton kernel has no FUSED
+    assert triton_backend._fused(cfg, SYNC_FLOATS // 4 // 2, 128)
+    assert not triton_backend._fused(cfg, SYNC_FLOATS // 4 // 2 + 1, 128)
     monkeypatch.setattr(triton_backend, "_FUSED", False)  # SPARSEMLA_FUSED_COMBINE=0
-    assert not triton_backend._fused(cfg, 32, 2)
+    assert not triton_backend._fused(cfg, 32, 128)
 
 
 def test_the_workspace_keeps_the_fused_combines_counters_zeroed_before_it(monkeypatch):

@@ -25,7 +25,7 @@ from sparsemla.runtime.dispatch import select_config
 
 def forced(fused: bool):
     """Make the runtime's choice ``fused`` (until the next call of forced)."""
-    tb._fused = (lambda config, T, head_blocks: True) if fused else (lambda config, T, head_blocks: False)
+    tb._fused = (lambda config, T, num_heads: True) if fused else (lambda config, T, num_heads: False)
     api.clear_call_cache()  # (a prepared launch keeps the choice it was made with)
 
 
