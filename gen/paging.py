@@ -20,7 +20,6 @@ _DEFAULT_BLOCK = {"sm90": 1024, "sm120": 512, "sm121": 512}
 _COMPACT_BLOCK = {"sm90": 4096, "sm120": 2048, "sm121": 2048}
 MARK_BLOCK = 1024  # token ids per program of page_split's mark kernel
 COMPACT_BLOCK = 256  # page marks per program of its compact kernel (more programs: its loads are latency-bound)
-LEAD_WORDS = 64  # bitmap words page_lead_kernel's last program lists at a time (2048 pages)
 PIECE_WORDS = 1024  # largest piece (8-byte words) of one load in page_split's list kernel
 INFLIGHT_WORDS = 8192  # most words page_split's list kernel loads before it stores them (64 KB)
 CHUNK_WORDS = 512  # page_split_chunk_kernel: largest data chunk (4 KB)
@@ -66,10 +65,7 @@ class PagingConfig:
     (eager, its launch costs more host time than it saves; under the interpreter, where
     ``PageSplitTma`` does not fit the page sizes, and with mark_claim, whose claims the copy clears,
     the list copy; with the lead share, the rest's copy is the list kernel: its programs start beside
-    the lead's TMA copy),
-    ``lead_bits``: the lead share's pages listed by one kernel through a bitmap (its last program to
-    finish lists the set bits) instead of a mark and a compact, so the lead's copy starts one kernel
-    earlier."""
+    the lead's TMA copy)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -83,7 +79,6 @@ class PagingConfig:
     lead_split: int = 0
     lead_min_ids: int = 0
     tma_stages: int = 0
-    lead_bits: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -95,7 +90,7 @@ class PagingConfig:
         if not isinstance(self.programs_per_sm, int) or not 1 <= self.programs_per_sm <= 32:
             raise ValueError(f"PagingConfig.programs_per_sm={self.programs_per_sm!r} for {spec.key}: "
                              f"expected an int in 1..32")
-        for flag in ("mark_dedup", "mark_check", "mark_claim", "lead_bits"):
+        for flag in ("mark_dedup", "mark_check", "mark_claim"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"PagingConfig.{flag}={getattr(self, flag)!r} for {spec.key}: "
                                  f"expected True or False")
@@ -123,9 +118,6 @@ class PagingConfig:
             raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
                              f"mark kernel; expected mark_claim=False and mark_dedup=False")
-        if self.lead_bits and not self.lead_split:
-            raise ValueError(f"PagingConfig(lead_bits=True, lead_split=0) for {spec.key}: lead_bits lists the "
-                             f"lead share; expected lead_split > 0")
         return self
 
 
@@ -373,9 +365,8 @@ _ARG_TYPES = {
     "convert_indices_kernel": dict(req_ids="*i32", block_table="*i32", local="*i32", out="*i32",
                                    counts="*i32"),
     "pack_valid_prefix_kernel": dict(slots="*i32", indptr="*i32", out="*i32"),
-    "page_mark_kernel": dict(touched="*i32", marks="*i8", count="*i32", bits="*i32"),
-    "page_compact_kernel": dict(marks="*i8", pages="*i32", count="*i32", bits="*i32"),
-    "page_lead_kernel": dict(touched="*i32", bits="*i32", done="*i32", pages="*i32", count="*i32"),
+    "page_mark_kernel": dict(touched="*i32", marks="*i8", count="*i32"),
+    "page_compact_kernel": dict(marks="*i8", pages="*i32", count="*i32"),
     "page_split_kernel": dict(src="*i64", dst="*i64"),
     "page_claim_kernel": dict(touched="*i32", claims="*i32", pages="*i32", count="*i32"),
     "page_split_list_kernel": dict(src="*i64", dst="*i64", pages="*i32", count="*i32", claims="*i32"),
@@ -395,13 +386,11 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
     full, touched = config or spec.default_config(), config or spec.default_config(touched=True)
     return [("page_split_kernel", dict(BLOCK=full.block), full),
             *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d, COPIES=touched.mark_copies, CHECK=c,
-                                        SPACING=touched.mark_spacing, LEAD_BITS=b),
-               PagingConfig(MARK_BLOCK, 4)) for d, c, b in ((False, False, False), (True, False, False),
-                                                            (False, True, False), (False, True, True))],
+                                        SPACING=touched.mark_spacing),
+               PagingConfig(MARK_BLOCK, 4)) for d, c in ((False, False), (True, False), (False, True))],
             *[("page_compact_kernel", dict(BLOCK=COMPACT_BLOCK, COPIES=touched.mark_copies,
-                                           SPACING=touched.mark_spacing, LEAD=lead, CLEAR_BITS=clear),
-               PagingConfig(COMPACT_BLOCK, 4)) for lead, clear in ((False, False), (True, False), (False, True))],
-            ("page_lead_kernel", dict(BLOCK=MARK_BLOCK, WORDS=LEAD_WORDS), PagingConfig(MARK_BLOCK, 4)),
+                                           SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
+              for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
             *[("page_split_list_kernel", dict(CLEAR=c), touched) for c in (False, True)],
             *[("page_split_chunk_kernel", dict(CLEAR=c, CHUNKS=touched.chunks or 8), touched) for c in (False, True)]]

@@ -12,7 +12,7 @@ from functools import lru_cache
 import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
-from sparsemla.gen.paging import (COMPACT_BLOCK, LEAD_WORDS, MARK_BLOCK, TMA_ROW_BYTES, ConvertIndicesSpec, PackValidPrefixSpec,
+from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, TMA_ROW_BYTES, ConvertIndicesSpec, PackValidPrefixSpec,
                                   PageSplitSpec, PageSplitTma, PagingConfig, tma_layout)
 from sparsemla.gen.render import interpreting, load_module
 
@@ -217,9 +217,6 @@ class _PageList:
         # lead_split: the lead share's list, and the side stream its copy runs on
         self.lead_pages = torch.empty(capacity, dtype=torch.int32, device=device)
         self.lead_count = torch.zeros(1, dtype=torch.int32, device=device)
-        # lead_bits: a bit per source page (0 between calls) and page_lead_kernel's ticket
-        self.lead_bits = torch.zeros(-(-capacity // 32), dtype=torch.int32, device=device)
-        self.lead_done = torch.zeros(1, dtype=torch.int32, device=device)
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
 
 
@@ -364,21 +361,18 @@ def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
             copy)
 
 
-def _mark(mod, state, tok, N: int, cfg, count, check: bool, lead_bits: bool = False):
-    """The mark kernel's launch over ``tok`` (it zeroes ``count``, the list it precedes; ``lead_bits``:
-    it skips the pages page_lead_kernel listed)."""
+def _mark(mod, state, tok, N: int, cfg, count, check: bool):
+    """The mark kernel's launch over ``tok`` (it zeroes ``count``, the list it precedes)."""
     return lambda: launch(mod.page_mark_kernel, (-(-tok.numel() // MARK_BLOCK),),
-                          tok, tok.numel(), state.marks, N, count, state.lead_bits, BLOCK=MARK_BLOCK,
-                          DEDUP=bool(cfg.mark_dedup), COPIES=cfg.mark_copies, CHECK=check, SPACING=cfg.mark_spacing,
-                          LEAD_BITS=lead_bits, num_warps=4)
+                          tok, tok.numel(), state.marks, N, count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
+                          COPIES=cfg.mark_copies, CHECK=check, SPACING=cfg.mark_spacing, num_warps=4)
 
 
-def _compact(mod, state, N: int, cfg, pages, count, lead: bool, clear_bits: bool = False):
-    """The compact kernel's launch into ``pages[0:count]`` (``lead``: marks of listed pages become 2;
-    ``clear_bits``: it also zeroes page_lead_kernel's bitmap)."""
+def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
+    """The compact kernel's launch into ``pages[0:count]`` (``lead``: marks of listed pages become 2)."""
     return lambda: launch(mod.page_compact_kernel, (-(-N // COMPACT_BLOCK),),
-                          state.marks, N, pages, count, state.lead_bits, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies,
-                          SPACING=cfg.mark_spacing, LEAD=lead, CLEAR_BITS=clear_bits, num_warps=4)
+                          state.marks, N, pages, count, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies,
+                          SPACING=cfg.mark_spacing, LEAD=lead, num_warps=4)
 
 
 def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: bool = True):
@@ -434,12 +428,8 @@ def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     starts after a short mark instead of the whole one. Under the interpreter: one stream."""
     state = _page_list(src64.device, N, cfg)
     lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
-    if cfg.lead_bits:  # one kernel lists the lead's pages (its last program, from a bitmap)
-        launch(mod.page_lead_kernel, (-(-lead // MARK_BLOCK),), tok[:lead], lead, state.lead_bits, N,
-               state.lead_done, state.lead_pages, state.lead_count, BLOCK=MARK_BLOCK, WORDS=LEAD_WORDS, num_warps=4)
-    else:
-        _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
-        _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
+    _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
+    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
     copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count)
     main = torch.cuda.current_stream(src64.device) if state.side is not None else None
     if main is not None:
@@ -449,11 +439,10 @@ def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     else:
         copy_lead()
     if lead < tok.numel():
-        _mark(mod, state, tok[lead:], N, cfg, state.count, True, bool(cfg.lead_bits))()
+        _mark(mod, state, tok[lead:], N, cfg, state.count, True)()
     else:
         state.count.zero_()
-    # (it also clears the lead's 2s, or its bitmap)
-    _compact(mod, state, N, cfg, state.pages, state.count, lead=False, clear_bits=bool(cfg.lead_bits))()
+    _compact(mod, state, N, cfg, state.pages, state.count, lead=False)()  # also clears the lead's 2s
     # (the list kernel: TMA programs, a stage of shared memory per page, cannot start beside the lead's)
     _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count, tma=False)()
     if main is not None:

@@ -256,10 +256,7 @@ def _check_touched(src, got, P, pages, D=64):
                                       # (the TMA copy runs on an sm90+ GPU; here the list copy stands in)
                                       (256, PagingConfig(tma_stages=3)),
                                       (128, PagingConfig(tma_stages=2, mark_claim=True)),
-                                      (512, PagingConfig(lead_split=4, tma_stages=6)),
-                                      (256, PagingConfig(lead_split=2, lead_bits=True)),
-                                      (512, PagingConfig(lead_split=4, mark_copies=2, mark_spacing=128,
-                                                         lead_bits=True, tma_stages=3))])
+                                      (512, PagingConfig(lead_split=4, tma_stages=6))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -284,7 +281,6 @@ def test_page_split_touched_list_strides_and_resets(P, config):
             listed += state.lead_pages[:int(state.lead_count)].tolist()
         assert sorted(listed) == sorted(pages), (listed, pages)  # each page listed once
         assert (state.marks == 0).all() and (state.claims == 0).all(), pages
-        assert (state.lead_bits == 0).all() and int(state.lead_done) == 0, pages  # (lead_bits)
     if config is not None and config.lead_split >= 4:
         assert rest_listed > 0  # the second list and copy ran on some call
     # No token at all (an empty tensor, or only -1): nothing is written.
@@ -324,33 +320,24 @@ def test_page_mark_and_compact_list_each_page_once():
     pages = [3, 17, 0, 2999, 22, 8, 1500, 1024, 1023]  # across compact blocks of 1024 marks
     tok = _touched_problem(gen, N, P, pages, per_page=300).reshape(-1)  # several blocks, many duplicates
     block = 256
-    for dedup, copies, check, spacing, lead_bits in (
-            (True, 1, False, 1, False), (False, 1, False, 1, False), (False, 4, False, 1, False),
-            (False, 1, True, 1, False), (False, 4, True, 1, False), (False, 2, False, 32, False),
-            (True, 1, False, 32, False), (False, 2, True, 128, True)):  # every mark strategy marks the same pages
+    for dedup, copies, check, spacing in ((True, 1, False, 1), (False, 1, False, 1), (False, 4, False, 1),
+                                          (False, 1, True, 1), (False, 4, True, 1), (False, 2, False, 32),
+                                          (True, 1, False, 32)):  # every mark strategy marks the same pages
         marks = torch.zeros(copies, N, spacing, dtype=torch.int8)
         listed = torch.full((N,), -7, dtype=torch.int32)
         count = torch.full((1,), 12345, dtype=torch.int32)  # the mark kernel zeroes it
-        # LEAD_BITS: pages whose bit is set (listed by page_lead_kernel) are not marked; CLEAR_BITS: the
-        # compact zeroes the bitmap
-        bits = torch.zeros(-(-N // 32), dtype=torch.int32)
-        skipped = sorted(pages)[:1] if lead_bits else []
-        for pg in skipped:
-            bits[pg // 32] |= 1 << (pg % 32)
-        want = sorted(set(pages) - set(skipped))
-        mod.page_mark_kernel[(-(-tok.numel() // block),)](tok, tok.numel(), marks, N, count, bits, BLOCK=block,
+        mod.page_mark_kernel[(-(-tok.numel() // block),)](tok, tok.numel(), marks, N, count, BLOCK=block,
                                                           DEDUP=dedup, COPIES=copies, CHECK=check,
-                                                          SPACING=spacing, LEAD_BITS=lead_bits)
-        assert int(count) == 0 and marks[:, :, 0].amax(0).nonzero().view(-1).tolist() == want, dedup
+                                                          SPACING=spacing)
+        assert int(count) == 0 and marks[:, :, 0].amax(0).nonzero().view(-1).tolist() == sorted(pages), dedup
         assert (marks[:, :, 1:] == 0).all()  # a mark is the first byte of its spacing
         if copies > 1:
             assert (marks.sum((1, 2)) > 0).sum() > 1  # the programs spread over the rows
-        mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, bits, BLOCK=block, COPIES=copies,
-                                                   SPACING=spacing, LEAD=False, CLEAR_BITS=lead_bits)
-        assert int(count) == len(want)
-        assert sorted(listed[:len(want)].tolist()) == want
-        assert (listed[len(want):] == -7).all()
-        assert (bits == 0).all() or not lead_bits
+        mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, BLOCK=block, COPIES=copies,
+                                                   SPACING=spacing, LEAD=False)
+        assert int(count) == len(pages)
+        assert sorted(listed[:len(pages)].tolist()) == sorted(pages)
+        assert (listed[len(pages):] == -7).all()
         assert (marks == 0).all()
 
 
@@ -452,8 +439,6 @@ def test_spec_validation():
         PagingConfig(lead_split=8, mark_dedup=True).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.lead_min_ids=-1 for page_split-sm120"):
         PagingConfig(lead_split=8, lead_min_ids=-1).check(spec)
-    with pytest.raises(ValueError, match=r"PagingConfig\(lead_bits=True, lead_split=0\) for page_split-sm120"):
-        PagingConfig(lead_bits=True).check(spec)
     with pytest.raises(ValueError, match=r"PagingConfig.chunks=3 for page_split-sm120.*power of two in 1..16"):
         PagingConfig(chunks=3).check(spec)
     for stages in (1, 9, True):
@@ -541,31 +526,3 @@ def test_a_bad_config_is_reported_on_every_call():
     want = paging.convert_indices_reference(req, table, local, page_size=16)
     for _ in range(2):  # the cached default, twice
         assert torch.equal(paging.convert_indices(req, table, local, page_size=16), want)
-
-
-def test_page_lead_kernel_lists_each_page_once_in_page_order():
-    # PagingConfig.lead_bits: one launch sets a bit per touched page (duplicates, -1 and ids past the pool
-    # set none) and its last program lists the set bits in page order, LEAD_WORDS words at a time (here
-    # several rounds: 5000 pages), then puts its ticket back to 0; the bitmap stays for the final compact.
-    from sparsemla.gen.paging import LEAD_WORDS, MARK_BLOCK, PageSplitSpec
-    from sparsemla.gen.render import load_module
-    mod = load_module(PageSplitSpec(256, 64, "sm90"))
-    N = 5000
-    assert N > 32 * LEAD_WORDS
-    gen = torch.Generator().manual_seed(5)
-    for tok in (torch.randint(-1, N * 256 + 300, (3 * MARK_BLOCK + 17,), generator=gen),  # scattered
-                torch.randint(0, 3 * 256, (2 * MARK_BLOCK,), generator=gen),  # crowded into 3 pages
-                torch.full((40,), -1)):
-        tok = tok.to(torch.int32)
-        bits = torch.zeros(-(-N // 32), dtype=torch.int32)
-        done = torch.zeros(1, dtype=torch.int32)
-        pages = torch.full((N,), -7, dtype=torch.int32)
-        count = torch.full((1,), -7, dtype=torch.int32)
-        mod.page_lead_kernel[(-(-tok.numel() // MARK_BLOCK),)](tok, tok.numel(), bits, N, done, pages, count,
-                                                                BLOCK=MARK_BLOCK, WORDS=LEAD_WORDS)
-        want = torch.unique(tok[(tok >= 0) & (tok < N * 256)].long() // 256)
-        assert int(count) == want.numel() and int(done) == 0
-        assert torch.equal(pages[:int(count)].long(), want)
-        assert (pages[int(count):] == -7).all()
-        set_bits = torch.tensor([(int(bits[p // 32]) >> (p % 32)) & 1 for p in range(N)])
-        assert torch.equal(set_bits.nonzero().flatten(), want)

@@ -7,6 +7,12 @@ bit per page of the lead's ids (pages deduplicated per block, a word loaded befo
 program to finish lists the set bits in page order: the copy starts one kernel earlier. The rest's mark skips
 pages whose bit is set, and the final compact clears the bitmap.
 
+Session 21's call 5 ran it at b9ed8cc (`benchmarks/results/session21/call5_lead_bits.log`): lead_bits was 13 us
+slower on the three large pools (scattered 77.1 -> 90.3 us, 0.79 -> 0.68 of copy_) and 17 us slower on 4 pages
+(8.8 -> 26.0 us): the last program's listing, one program scanning the bitmap, costs more than the compact
+kernel it replaces. PagingConfig.lead_bits and page_lead_kernel were removed after it (b9ed8cc has them), so
+this script no longer runs on main.
+
 Each call is checked against the reference first (eager, then after graph replays). Times: a CUDA graph of
 back-to-back calls (as bench_paging), replays event-timed, median / inner; the default and lead_bits
 interleaved, three times each, on the four pools of bench_paging, beside torch copy_ of the same bytes.
