@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
-# Session 21, call 5 (call 4 is at 297a48d): issue 4's lead share listed by one kernel through a bitmap
-# (PagingConfig.lead_bits; benchmarks/calls/lead_bits.py: checked, then timed against the default, interleaved,
-# on bench_paging's four pools); the fused combine's GPU cases under runtime/triton_backend._fused's final rule
-# (full 64-head programs, 2 splits); fp8 NoPE T=64 H=32 beside FlashInfer again (call 3 ran it fused, which the
-# rule no longer takes).
+# Session 21, call 6 (call 5 is at b9ed8cc): T=16 H=64, the small-T buckets not re-selected since the combine
+# became a programmatic dependent (session 20; 64-program grids take it): gluon_select's candidates (the
+# shipped 8 splits, 4 and 16) in all six formats, merged --only-faster into a copy of the tables, and those rows
+# beside FlashInfer with it (bf16 NoPE T=16 H=64 was 0.99x of FlashInfer).
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-timeout 200 python3 benchmarks/calls/lead_bits.py > "$OUT/lead_bits.log" 2>&1
-echo "== lead_bits rc=$?"; grep -v "^|" "$OUT/lead_bits.log" | grep -i "error\|Traceback\|assert" | head -5; sed -n '/^| pool/,$p' "$OUT/lead_bits.log"
-timeout 90 python3 benchmarks/gpu_correctness.py gluon fused > "$OUT/gpu_correctness_fused.log" 2>&1
-echo "== gpu_correctness fused rc=$?"; grep -c " ok$" "$OUT/gpu_correctness_fused.log"; grep "FAIL\|Error\|error:" "$OUT/gpu_correctness_fused.log" | head -5; tail -1 "$OUT/gpu_correctness_fused.log"
-bench_within 120 "" "fp8_nope 32 64"
+select_into select_t16_h64 150 --tokens 16 --heads 64
+merged_tables select_t16_h64
+bench_within 180 "$TABLES" "bf16,bf16_nope,fp8,fp8_nope,fp8_ds_mla,model1 64 16"
 pack_out
