@@ -118,11 +118,11 @@ def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "s
 
 
 def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd",
-                   pdl: bool = False, fused: bool = False):
+                   pdl: bool = False, fused: int = 0):
     """``compile_kernel`` for a module already imported (e.g. one rendered from another revision of
     its template): the Triton module's ``kernel``, or a Gluon module's kernel, whose tiling is fixed
-    (``pdl``: as the runtime launches it when the combine is its programmatic dependent; ``fused``: with
-    the combine in the kernel)."""
+    (``pdl``: as the runtime launches it when the combine is its programmatic dependent; ``fused``: the
+    split count whose partials the kernel merges itself, the template's FUSED, 0 for the combine kernel)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
