@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Session 21, call 6 (call 5 is at b9ed8cc): T=16 H=64, the small-T buckets not re-selected since the combine
-# became a programmatic dependent (session 20; 64-program grids take it): gluon_select's candidates (the
-# shipped 8 splits, 4 and 16) in all six formats, merged --only-faster into a copy of the tables, and those rows
-# beside FlashInfer with it (bf16 NoPE T=16 H=64 was 0.99x of FlashInfer).
+# Prepared at the end of session 21, not yet run (session 21's call 6, which this file held before, is at 7fe93c9):
+# the two T=16 H=64 buckets call 6 did not reach before its time limit (fp8 with d_qk 576, model1), gluon_select's
+# candidates (the shipped 8 splits, 4 with the PDL combine, 16) merged --only-faster into a copy of the tables and
+# benched beside FlashInfer with it; then the paging benchmark without its sweep (issue 4's rows, the default).
+# Merge $OUT/select*/NVIDIA_H200/sparse_mla.json with benchmarks/merge_tuned.py --only-faster and the bench JSONs
+# with benchmarks/merge_bench.py afterwards.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-select_into select_t16_h64 150 --tokens 16 --heads 64
+select_into select_t16_h64 120 --tokens 16 --heads 64 --formats fp8_e4m3-qk576,model1
 merged_tables select_t16_h64
-bench_within 180 "$TABLES" "bf16,bf16_nope,fp8,fp8_nope,fp8_ds_mla,model1 64 16"
+bench_within 120 "$TABLES" "fp8,model1 64 16"
+paging 200
 pack_out
