@@ -459,3 +459,20 @@ def test_the_workspace_keeps_the_fused_combines_counters_zeroed_before_it(monkey
     grown = triton_backend.workspace(dev, 1000)
     assert triton_backend._workspaces[dev] is not buf and grown.numel() == 1000
     assert bool((triton_backend._workspaces[dev][:SYNC_FLOATS] == 0).all())
+
+
+@pytest.mark.parametrize("heads,splits,fused", [(128, 2, True), (64, 2, True), (128, 4, False), (32, 2, False)])
+def test_a_fused_launch_has_no_combine_kernel(monkeypatch, heads, splits, fused):
+    # The launch a Gluon config prepares (not run: the Gluon kernel needs the GPU): with FUSED (the split
+    # count) the attention kernel is the only kernel; without it the combine kernel follows.
+    from sparsemla.runtime.kvcache import describe_cache
+    monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
+    spec = KernelSpec(num_heads=heads, topk=128, arch="sm90")
+    T = 3
+    q = torch.zeros(T, heads, 576, dtype=torch.bfloat16)
+    view = describe_cache(torch.zeros(256, 576, dtype=torch.bfloat16), "auto", 576, 512)
+    idx = torch.zeros(T, 128, dtype=torch.int32)
+    out = torch.empty(T, heads, 512, dtype=torch.bfloat16)
+    launch = triton_backend.TritonLaunch(spec, Config(64, 64, splits, 8, 2, gluon=True), q, view, idx, out, None)
+    assert launch.fwd.constexprs["FUSED"] == (splits if fused else 0)
+    assert (launch.combine is None) == fused
