@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Prepared at the end of session 21, not yet run (session 21's call 6, which this file held before, is at 7fe93c9):
-# the two T=16 H=64 buckets call 6 did not reach before its time limit (fp8 with d_qk 576, model1), gluon_select's
-# candidates (the shipped 8 splits, 4 with the PDL combine, 16) merged --only-faster into a copy of the tables and
-# benched beside FlashInfer with it; the four suite rows left stale by call 1 (T=4 H=64 for fp8, fp8 NoPE,
-# fp8_ds_mla and model1, whose entries changed there but were not benched); then the paging benchmark without
-# its sweep (issue 4's rows, the default).
-# Merge $OUT/select*/NVIDIA_H200/sparse_mla.json with benchmarks/merge_tuned.py --only-faster and the bench JSONs
-# with benchmarks/merge_bench.py afterwards.
+# Session 22, call 2: SPREAD (the template's split-K merge shared by the splits; runtime/triton_backend._spread).
+# The split rows at T=1 first (issue 7's T=1 H=128 among them): benchmarks/calls/fused_combine.py times the
+# combine kernel (PDL where the runtime's rule takes it) against SPREAD, each row checked against the reference
+# with SPREAD before and after its graph replays; then gpu_correctness.py's SPREAD cases (sinks +-inf, LSE, -1
+# rows, topk_length, masked heads, empty splits; every format); then T=4 and 16; then the T=1 suite rows beside
+# FlashInfer with the provisional rule (one-wave grids with 4 or more splits).
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-select_into select_t16_h64 120 --tokens 16 --heads 64 --formats fp8_e4m3-qk576,model1
-merged_tables select_t16_h64
-bench_within 200 "$TABLES" "fp8,model1 64 16" "fp8,fp8_nope,fp8_ds_mla,model1 64 4"
-paging 200
+spread_ab() {  # NAME LIMIT_S TOKENS
+  timeout "$2" python3 benchmarks/calls/fused_combine.py --modes kernel,spread --min-splits 4 --max-splits 32 \
+    --tokens "$3" --budget $(( $2 - 40 )) > "$OUT/$1.log" 2>&1
+  echo "== $1 rc=$?"; sed -n '/^| format/,$p' "$OUT/$1.log"; grep -i "error\|Traceback\|budget" "$OUT/$1.log" | head -5
+}
+spread_ab spread_t1 170 1
+timeout 150 python3 benchmarks/gpu_correctness.py gluon spread > "$OUT/gpu_correctness_spread.log" 2>&1
+echo "== gpu_correctness spread rc=$?"; grep -c " ok$" "$OUT/gpu_correctness_spread.log"
+grep "FAIL\|Error\|error:" "$OUT/gpu_correctness_spread.log" | head -5; tail -1 "$OUT/gpu_correctness_spread.log"
+spread_ab spread_t4_16 170 4,16
+bench_within 90 "" "bf16,bf16_nope,fp8 128 1"
 pack_out
