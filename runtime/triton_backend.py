@@ -30,8 +30,7 @@ _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
 # or one wave with at most 4 splits (``_pdl``).
 _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 # SPARSEMLA_FUSED_COMBINE=0: split-K partials always go to the combine kernel; by default a Gluon kernel of
-# full 64-head programs with 2 splits merges them itself (``_fused``), and the splits of a one-wave Gluon grid
-# share the merge (``_spread``).
+# full 64-head programs with 2 splits merges them itself (``_fused``).
 _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
@@ -197,19 +196,6 @@ def _fused(config: Config, T: int, num_heads: int) -> bool:
             and 4 * T * (num_heads // 64) <= SYNC_FLOATS and not interpreting())
 
 
-def _spread(config: Config, T: int, num_heads: int, grid: int, device: torch.device) -> bool:
-    """Whether the splits of a Gluon kernel share the merge of their partials (the template's SPREAD: every
-    split writes its partials, and once all are written merges heads it claims; no combine kernel): for 4
-    or more splits whose grid fits one wave (one program per SM, two with one stage), so that the splits
-    of a head block run together and none waits long for another, while the counters of the token and head
-    blocks (4 floats each) fit in SYNC_FLOATS."""
-    if not (_FUSED and config.gluon and config.num_splits >= 4 and device.type == "cuda") or interpreting():
-        return False
-    per_sm = 2 if config.num_stages == 1 else 1
-    return (grid <= per_sm * torch.cuda.get_device_properties(device).multi_processor_count
-            and 4 * T * -(-num_heads // config.block_h) <= SYNC_FLOATS)
-
-
 class TritonLaunch:
     """``run_triton`` for one argument signature, prepared once and called per call.
 
@@ -253,8 +239,7 @@ class TritonLaunch:
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
         fused = S > 1 and _fused(config, T, H)
-        spread = S > 1 and not fused and _spread(config, T, H, grid, q.device)
-        pdl = S > 1 and not (fused or spread) and _pdl(config, grid, q.device)
+        pdl = S > 1 and not fused and _pdl(config, grid, q.device)
         # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
@@ -276,7 +261,7 @@ class TritonLaunch:
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config))
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd,
-                               dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0, SPREAD=S if spread else 0),
+                               dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0),
                                gluon_launch_options(gmod), q.device)
         else:
             self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
@@ -284,7 +269,7 @@ class TritonLaunch:
                                     INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange,
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
-        if S > 1 and not (fused or spread):
+        if S > 1 and not fused:
             self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl)
         if self.ws_numel:
             self._attach_workspace()

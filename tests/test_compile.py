@@ -166,7 +166,7 @@ for on in (False, True):
     pdl[f"combine {on}"] = compiled.asm["ptx"].count("griddepcontrol.wait")
 # the split-K combine in the kernel (FUSED, the split count; runtime/triton_backend._fused): tickets and counts of
 # partials written by atomics (release after a partition's stores, acquire before the last split reads them)
-fused, spread = {}, {}
+fused = {}
 for fmt, H, bh, st, kw in (("auto", 128, 64, 2, {}), ("fp8_ds_mla", 64, 64, 2, dict(page_size=64)),
                            ("auto", 16, 16, 2, {}), ("fp8_e4m3", 16, 16, 1, dict(page_size=16))):
     spec = KernelSpec(kv_format=fmt, num_heads=H, arch="sm90", has_sink=True, return_lse=True, **kw)
@@ -177,17 +177,7 @@ for fmt, H, bh, st, kw in (("auto", 128, 64, 2, {}), ("fp8_ds_mla", 64, 64, 2, d
         ptx = compiled.asm["ptx"]
         fused[f"{fmt} h{bh} st{st} {on}"] = dict(release=ptx.count(".release."), acquire=ptx.count(".acquire."),
                                                  STL=sass_opcode_counts(compiled.asm["cubin"], ("STL",))["STL"])
-    if bh == 64 or st == 1:
-        # SPREAD (the split count; runtime/triton_backend._spread): every split publishes its partials
-        # (acq_rel), polls for the others' (acquire), claims heads, counts itself out (acq_rel), and the last
-        # out sets the three counters back to 0 (exchanges)
-        compiled = compile_module(load_compilable_module(GluonKernel.for_config(spec, cfg)), spec, cfg, "sm90",
-                                  spread=4)
-        ptx = compiled.asm["ptx"]
-        spread[f"{fmt} h{bh} st{st}"] = dict(acq_rel=ptx.count(".acq_rel."), acquire=ptx.count(".acquire."),
-                                             exch=ptx.count(".exch."), release=ptx.count(".release."),
-                                             STL=sass_opcode_counts(compiled.asm["cubin"], ("STL",))["STL"])
-print(json.dumps(dict(kernels=out, pdl=pdl, fused=fused, spread=spread)))
+print(json.dumps(dict(kernels=out, pdl=pdl, fused=fused)))
 """
 
 
@@ -246,14 +236,6 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
         assert (c["release"], c["acquire"] > 0) == (((2 if wide else 1), True) if on else (0, False)), (name, c)
         base = result["fused"][name[:-1] + "0"]["STL"]
         assert c["STL"] <= (0 if name.startswith("auto") else base + 16), (name, c, base)
-    # SPREAD: per writing partition two acq_rel adds (publish, leave), an acquire poll and three exchanges
-    # (the reset, by the last to leave); its merge reads the partials 4 columns a thread, so it spills no more
-    # than the kernel without it.
-    assert set(result["spread"]) == {"auto h64 st2", "fp8_ds_mla h64 st2", "fp8_e4m3 h16 st1"}, result["spread"]
-    for name, c in result["spread"].items():
-        parts = 2 if " h64 " in name else 1
-        assert (c["acq_rel"], c["acquire"], c["exch"], c["release"]) == (2 * parts, parts, 3 * parts, 0), (name, c)
-        assert c["STL"] <= result["fused"][name + " 0"]["STL"] + (0 if name.startswith("auto") else 16), (name, c)
     # wgmma, cp.async (Q, and the gathers with bf16 only: fp8 tiles go through registers), mbarriers (SYNCS) between
     # the partitions, register reallocation.
     for fmt, c in counts.items():

@@ -1,4 +1,4 @@
-"""Issue 7 experiment (sessions 21, 22): the split-K combine in the Gluon kernel (the template's FUSED and SPREAD).
+"""Issue 7 experiment (session 21): the split-K combine in the Gluon kernel (the template's FUSED).
 
 With FUSED the splits of one token and head block take tickets as they finish; all but the last write their
 partials and count them written, the last merges them with its own accumulator and writes the output: no
@@ -9,9 +9,6 @@ runtime's rule takes it) and with it, interleaved twice (gen.gpu_measure.time_ca
 rotating inputs, as a tuning trial), us per call. Each mode is forced, whatever runtime/triton_backend._fused
 would choose; each row is checked again after the timed CUDA-graph replays (the counters each launch must
 leave at 0). Rows stop being started once --budget seconds have passed.
-Session 22 added SPREAD (every split writes its partials and the splits share the merge, heads claimed
-from a counter): --modes picks the modes timed (kernel: the combine kernel; fused: FUSED; spread: SPREAD),
-the last one is the one checked.
 Run on the GPU after `pip install .`: python3 benchmarks/calls/fused_combine.py [--formats bf16,fp8 ...]
 """
 import argparse
@@ -26,10 +23,9 @@ from sparsemla.gen.suite import SUITE_FORMATS, suite_spec
 from sparsemla.runtime.dispatch import select_config
 
 
-def forced(mode: str):
-    """Make the runtime's merge ``mode`` (kernel, fused or spread) until the next call of forced."""
-    tb._fused = lambda config, T, num_heads: mode == "fused"
-    tb._spread = lambda config, T, num_heads, grid, device: mode == "spread"
+def forced(fused: bool):
+    """Make the runtime's choice ``fused`` (until the next call of forced)."""
+    tb._fused = (lambda config, T, num_heads: True) if fused else (lambda config, T, num_heads: False)
     api.clear_call_cache()  # (a prepared launch keeps the choice it was made with)
 
 
@@ -39,16 +35,13 @@ def main():
     ap.add_argument("--heads", default="16,32,64,128")
     ap.add_argument("--tokens", default="16,32,64")
     ap.add_argument("--max-splits", type=int, default=16)
-    ap.add_argument("--min-splits", type=int, default=2)
-    ap.add_argument("--modes", default="kernel,fused")
     ap.add_argument("--budget", type=float, default=1e9)
     args = ap.parse_args()
-    modes = args.modes.split(",")
     start = time.time()
     dev = torch.device("cuda")
-    rules = tb._fused, tb._spread
-    lines = ["| format | H | T | config | grid | " + " | ".join(modes) + f" | {modes[0]}/{modes[-1]} | check |",
-             "|---|---|---|---|---|" + "---|" * len(modes) + "---|---|"]
+    rule = tb._fused
+    lines = ["| format | H | T | config | grid | combine kernel | fused | ratio | check |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for T in map(int, args.tokens.split(",")):
         for fmt in args.formats.split(","):
             for H in map(int, args.heads.split(",")):
@@ -59,30 +52,29 @@ def main():
                 cfg = select_config(spec, T, dev)
                 S = cfg.num_splits
                 grid = T * -(-H // cfg.block_h) * S
-                if not (cfg.gluon and args.min_splits <= S <= args.max_splits):
+                if not (cfg.gluon and 2 <= S <= args.max_splits):
                     print(f"  {fmt} H={H} T={T}: {cfg}: not a Gluon split grid", flush=True)
                     continue
                 kw = make_inputs(spec, T, dev, slots=1 << 16, poison=True)
-                forced(modes[-1])
+                forced(True)
                 res = check(spec, cfg, kw)
                 ok = "ok" if res.ok else f"FAILED: {res.reason}"
                 sets = timing_sets(spec, T, dev)
-                times = {m: [] for m in modes}
+                times = {False: [], True: []}
                 for _ in range(2):
-                    for m in modes:
-                        forced(m)
-                        times[m].append(time_calls(_calls(sets, cfg))[0])
-                forced(modes[-1])  # checked again after the replays: every launch left the counters at 0
+                    for fused in (False, True):
+                        forced(fused)
+                        times[fused].append(time_calls(_calls(sets, cfg))[0])
+                forced(True)  # checked again after the replays: every launch left the counters at 0
                 again = check(spec, cfg, kw)
                 ok += "" if again.ok else f", after the replays FAILED: {again.reason}"
-                best = [min(times[m]) for m in modes]
+                off, on = min(times[False]), min(times[True])
                 label = f"h{cfg.block_h} s{S} st{cfg.num_stages} gl"
-                line = (f"| {fmt} | {H} | {T} | {label} | {grid} | " + " | ".join(f"{b:.2f}" for b in best)
-                        + f" | {best[0] / best[-1]:.3f} | {ok} |")
-                print(line, f"(runs: {times})", flush=True)
+                line = f"| {fmt} | {H} | {T} | {label} | {grid} | {off:.2f} | {on:.2f} | {off / on:.3f} | {ok} |"
+                print(line, f"(runs: {times[False]} / {times[True]})", flush=True)
                 lines.append(line)
                 del sets, kw
-    tb._fused, tb._spread = rules
+    tb._fused = rule
     print("\n" + "\n".join(lines))
 
 
