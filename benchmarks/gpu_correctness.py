@@ -5,7 +5,8 @@ cache, LSE, split-K and direct write, q rows not 16-byte aligned, each with and 
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
 `gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases; `fused`: those
-whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty), e.g.
+whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty), or `triton` for the
+Triton kernel's cases only, e.g.
 `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
 import os
@@ -39,8 +40,9 @@ GLUON_CASES += FUSED_CASES
 EMPTY_CASES = [(s, f, False, True, h, bh, w, st) for s, h, bh, w, st in (
     (32, 16, 16, 8, 1), (16, 128, 16, 8, 2), (32, 32, 64, 8, 2), (32, 16, 16, 12, 2)) for f in ("plain", "sink+lse")]
 GLUON_CASES += EMPTY_CASES
-only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1", "fused", "empty")]
-kernel_cases = FUSED_CASES if "fused" in sys.argv[1:] else EMPTY_CASES if "empty" in sys.argv[1:] \
+only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1", "fused", "empty", "triton")]
+kernel_cases = TRITON_CASES if "triton" in sys.argv[1:] else FUSED_CASES if "fused" in sys.argv[1:] \
+    else EMPTY_CASES if "empty" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
     else GLUON_CASES if "gluon" in sys.argv[1:] else TRITON_CASES + GLUON_CASES
