@@ -1,18 +1,11 @@
 #!/usr/bin/env bash
-# Session 22, call 4: the rest of the correctness regression that call 3 cut off at its time limit (model1's Gluon
-# cases from the 16-head ones on), then the Triton kernel's cases of gpu_correctness.py in every format (the
-# H200 table still picks the Triton kernel in a few small-T buckets).
+# Session 22, call 5: the combine kernel's share of the small-T split rows (benchmarks/calls/combine_share.py:
+# each row as the runtime runs it against its attention kernel alone), for issue 7's T=1 H=128 target.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-correct() {  # NAME LIMIT_S ARGS...: one gpu_correctness.py run into $OUT/NAME.log
-  local name=$1 limit=$2
-  shift 2
-  timeout "$limit" python3 benchmarks/gpu_correctness.py "$@" > "$OUT/$name.log" 2>&1
-  echo "== $name rc=$?"; grep -c " ok$" "$OUT/$name.log"; grep "FAIL\|Error\|error:" "$OUT/$name.log" | head -8
-}
-correct correct_gluon_model1 150 model1_p64 gluon
-correct correct_triton 300 triton
+timeout 200 python3 benchmarks/calls/combine_share.py --tokens 1,4 --heads 128,64 > "$OUT/combine_share.log" 2>&1
+echo "== combine_share rc=$?"; sed -n '/^| format/,$p' "$OUT/combine_share.log"; grep -i "error\|Traceback" "$OUT/combine_share.log" | head -5
 pack_out
