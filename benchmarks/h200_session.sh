@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 22, call 5: the combine kernel's share of the small-T split rows (benchmarks/calls/combine_share.py:
+# Session 22's call 5 as it ran (benchmarks/results/session22/README.md); no new call is prepared: the next
+# session writes its own. The combine kernel's share of the small-T split rows (benchmarks/calls/combine_share.py:
 # each row as the runtime runs it against its attention kernel alone), for issue 7's T=1 H=128 target.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
