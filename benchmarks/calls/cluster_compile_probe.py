@@ -5,7 +5,10 @@ result), every layout with CTA bases of 0 (each CTA holds the whole tensor), com
 num_ctas = 1, 2 and 16 (no GPU needed). Prints, per N, whether it compiled, its wgmma and cp.async counts,
 and the PTX's global stores: with N > 1 they are predicated on the CTA's rank (only rank 0 stores), the
 rest of the kernel runs in every CTA (benchmarks/calls/cluster_probe.py ran such a kernel on the H200).
-  python benchmarks/calls/cluster_compile_probe.py   (with Triton 3.6, e.g. /work/venv36)
+--sliced: the cp.async goes into a 64-column slice of a wider buffer (memdesc slice), as the template's Q
+load and gather do: Triton 3.6 refuses that with CTA layouts ("non-trivial block dimension not supported"),
+3.9 compiles it.
+  python benchmarks/calls/cluster_compile_probe.py [--sliced]   (with Triton 3.6, e.g. /work/venv36)
 """
 import os
 
@@ -43,8 +46,11 @@ def _loader(a, a_s, b_s, bars, BL: gl.constexpr, ACC: gl.constexpr):
 
 
 @gluon.jit
-def _probe(a, out, BL: gl.constexpr, ACC: gl.constexpr, SW: gl.constexpr, MB: gl.constexpr):
-    a_s = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SW)
+def _probe(a, out, BL: gl.constexpr, ACC: gl.constexpr, SW: gl.constexpr, MB: gl.constexpr, SLICED: gl.constexpr):
+    if SLICED:
+        a_s = gl.allocate_shared_memory(gl.bfloat16, [64, 128], SW).slice(64, 64, dim=1)
+    else:
+        a_s = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SW)
     b_s = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SW)
     bars = gl.allocate_shared_memory(gl.int64, [1, 1], MB)
     mbarrier.init(bars.index(0), count=128)
@@ -53,6 +59,8 @@ def _probe(a, out, BL: gl.constexpr, ACC: gl.constexpr, SW: gl.constexpr, MB: gl
 
 
 def main():
+    import sys
+    sliced = "--sliced" in sys.argv[1:]
     for ctas in (1, 2, 16):
         bits = ctas.bit_length() - 1
         cga2, cga1 = [[0, 0]] * bits, [[0]] * bits  # CTA bases of 0: every CTA holds the whole tensor
@@ -61,17 +69,17 @@ def main():
             ACC=gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16],
                                           cga_layout=cga2),
             SW=gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2, cga_layout=cga2),
-            MB=mbarrier.MBarrierLayout(cga_layout=cga1))
+            MB=mbarrier.MBarrierLayout(cga_layout=cga1), SLICED=sliced)
         aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
         try:
             k = triton.compile(GluonASTSource(_probe, {"a": "*bf16", "out": "*fp32"}, layouts, aligned),
                                target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_ctas": ctas})
         except Exception as e:  # noqa: BLE001 (a probe: report whatever fails)
-            print(f"num_ctas={ctas}: failed: {type(e).__name__}: {str(e)[-600:]}")
+            print(f"num_ctas={ctas}{' (sliced)' if sliced else ''}: failed: {type(e).__name__}: {str(e)[-300:]}")
             continue
         ptx = k.asm["ptx"]
         stores = [line.strip() for line in ptx.splitlines() if "st.global" in line]
-        print(f"num_ctas={ctas}: compiled; wgmma {ptx.count('wgmma.mma_async')}, cp.async {ptx.count('cp.async.')}, "
+        print(f"num_ctas={ctas}{' (sliced)' if sliced else ''}: compiled; wgmma {ptx.count('wgmma.mma_async')}, cp.async {ptx.count('cp.async.')}, "
               f"%cluster_ctarank read {ptx.count('%cluster_ctarank')}x; {len(stores)} global stores, "
               f"predicated: {all(s.startswith('@') for s in stores)}")
 
