@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Session 22's call 6 as it ran (benchmarks/results/session22/README.md); no new call is prepared: the next
-# session writes its own. benchmarks/calls/cluster_probe.py: a Gluon kernel launched as thread-block clusters
-# on Triton 3.6 (every CTA runs, inline-asm stores from each land, cycles per cluster barrier), the first step
-# of a split-K merge through a cluster (issue 7's T=1 H=128: 7.4 us without its merge, 10.1 with it).
+# Session 22's call 7 as it ran (benchmarks/results/session22/README.md); no new call is prepared: the next
+# session writes its own. benchmarks/calls/st1_pdl.py: T=1 H=128 with one-stage 16-head programs (room on every
+# SM for the combine's programs) and the PDL combine, against the shipped entries, in every format.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-timeout 120 python3 benchmarks/calls/cluster_probe.py > "$OUT/cluster_probe.log" 2>&1
-echo "== cluster_probe rc=$?"; cat "$OUT/cluster_probe.log" | tail -30
+timeout 200 python3 benchmarks/calls/st1_pdl.py > "$OUT/st1_pdl.log" 2>&1
+echo "== st1_pdl rc=$?"; sed -n '/^| format/,$p' "$OUT/st1_pdl.log"; grep -i "error\|Traceback" "$OUT/st1_pdl.log" | head -5
 pack_out
