@@ -5,8 +5,8 @@ cache, LSE, split-K and direct write, q rows not 16-byte aligned, each with and 
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
 `gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases; `fused`: those
-whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty; `cluster`: the narrow
-bf16 kernel's splits as one thread-block cluster, forced), or `triton` for the Triton kernel's cases only, e.g.
+whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty), or `triton` for the
+Triton kernel's cases only, e.g.
 `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
 import os
@@ -16,8 +16,6 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import sparsemla  # noqa: E402
-import sparsemla.runtime.api as api  # noqa: E402
-import sparsemla.runtime.triton_backend as tb  # noqa: E402
 from sparsemla.gen.spec import Config  # noqa: E402
 from helpers import FORMAT_CASES, make_cache, poison_unreferenced, random_indices, reference64, rel_err  # noqa: E402
 
@@ -42,17 +40,8 @@ GLUON_CASES += FUSED_CASES
 EMPTY_CASES = [(s, f, False, True, h, bh, w, st) for s, h, bh, w, st in (
     (32, 16, 16, 8, 1), (16, 128, 16, 8, 2), (32, 32, 64, 8, 2), (32, 16, 16, 12, 2)) for f in ("plain", "sink+lse")]
 GLUON_CASES += EMPTY_CASES
-# the narrow bf16 kernel's splits as one thread-block cluster (GluonKernel.cluster, session 22; forced here):
-# 16 splits of 16-head programs at 128 heads (12 of them empty), 8 with 24 heads (the second block half
-# masked), 4 of 32-head programs, 16 with one stage
-CLUSTER_CASES = [(s, f, False, True, h, bh, 8, st) for s, h, bh, st in (
-    (16, 128, 16, 2), (8, 24, 16, 2), (4, 32, 32, 2), (16, 16, 16, 1)) for f in ("plain", "sink+lse")]
-only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1", "fused", "empty", "triton", "cluster")]
-if "cluster" in sys.argv[1:]:
-    tb._CLUSTER = True  # (the rule takes bf16 caches only: the fp8 formats run as shipped)
-    api.clear_call_cache()
-kernel_cases = CLUSTER_CASES if "cluster" in sys.argv[1:] else TRITON_CASES if "triton" in sys.argv[1:] \
-    else FUSED_CASES if "fused" in sys.argv[1:] \
+only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1", "fused", "empty", "triton")]
+kernel_cases = TRITON_CASES if "triton" in sys.argv[1:] else FUSED_CASES if "fused" in sys.argv[1:] \
     else EMPTY_CASES if "empty" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \

@@ -12,8 +12,7 @@ Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` wi
   registers per thread, so two programs share an SM and each one's waits hide under the other's work.
 Split-K partials are merged by the Triton module's combine kernel, or (the kernel's FUSED constexpr, chosen
 at launch by runtime/triton_backend._fused) by the last split of each token and head block to finish, which
-finds its counters SYNC_FLOATS floats before the partials, or (``GluonKernel.cluster``, session 22) the narrow
-bf16 kernel's splits of a token and head block run as one thread-block cluster and merge after its barrier.
+finds its counters SYNC_FLOATS floats before the partials.
 """
 from __future__ import annotations
 
@@ -84,8 +83,6 @@ def gluon_launch_options(gmod) -> dict:
     # (getattr: benchmarks/ptx_same.py compiles modules rendered from older templates, without MAX_REGS)
     if getattr(gmod, "MAX_REGS", None) is not None and gmod.MAX_REGS.value:
         opts["maxnreg"] = gmod.MAX_REGS.value
-    if getattr(gmod, "CLUSTER", None) is not None:
-        opts["num_ctas"] = gmod.CLUSTER.value  # Triton launches each program as a cluster of this many CTAs
     return opts
 
 
@@ -127,10 +124,6 @@ class GluonKernel:
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
-    # The narrow bf16 kernel's split count when the splits of a token and head block run as one thread-block
-    # cluster (2, 4, 8 or 16 CTAs) and merge their partials after the cluster's barrier, each CTA some heads,
-    # with no combine kernel (session 22); 0: one program per split.
-    cluster: int = 0
     template = "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
@@ -155,18 +148,10 @@ class GluonKernel:
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
-        if self.cluster and (self.cluster not in (2, 4, 8, 16) or not self.narrow or self.spec.kv_format != "auto"
-                             or self.profile):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
-                             f"cluster={self.cluster}: expected 0, or 2, 4, 8 or 16 splits with block_h 16 or 32 "
-                             "and a bf16 cache (a cluster holds at most 16 CTAs; the wide kernel, the fp8 "
-                             "groups and the profile build have no cluster variant)")
 
     @classmethod
-    def for_config(cls, spec: KernelSpec, config, cluster: bool = False) -> "GluonKernel":
-        """``config``'s module; ``cluster``: its splits as one cluster (``cluster`` = the split count)."""
-        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages,
-                   cluster=config.num_splits if cluster else 0)
+    def for_config(cls, spec: KernelSpec, config) -> "GluonKernel":
+        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
 
     @property
     def narrow(self) -> bool:
@@ -179,7 +164,7 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
-                 ("ql", not self.q_async), ("prof", self.profile), (f"c{self.cluster}", self.cluster)]
+                 ("ql", not self.q_async), ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
     @property
@@ -193,5 +178,4 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs, q_async=self.q_async, profile=self.profile, sync_floats=SYNC_FLOATS,
-                    cluster=self.cluster)
+                    p_regs=self.p_regs, q_async=self.q_async, profile=self.profile, sync_floats=SYNC_FLOATS)

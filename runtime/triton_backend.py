@@ -32,9 +32,6 @@ _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 # SPARSEMLA_FUSED_COMBINE=0: split-K partials always go to the combine kernel; by default a Gluon kernel of
 # full 64-head programs with 2 splits merges them itself (``_fused``).
 _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
-# SPARSEMLA_CLUSTER_MERGE=1: narrow Gluon split grids with a bf16 cache run the splits of a token and head block
-# as one thread-block cluster that merges them (``_cluster``); off by default (not measured yet).
-_CLUSTER = os.environ.get("SPARSEMLA_CLUSTER_MERGE", "") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -199,14 +196,6 @@ def _fused(config: Config, T: int, num_heads: int) -> bool:
             and 4 * T * (num_heads // 64) <= SYNC_FLOATS and not interpreting())
 
 
-def _cluster(spec: KernelSpec, config: Config, T: int, num_heads: int) -> bool:
-    """Whether a narrow Gluon kernel's splits of a token and head block run as one thread-block cluster that
-    merges their partials after the cluster's barrier (GluonKernel.cluster: no combine kernel): for a bf16
-    cache and a split count that is a cluster size (2, 4, 8, 16). Off unless SPARSEMLA_CLUSTER_MERGE=1."""
-    return (_CLUSTER and config.gluon and config.block_h < 64 and config.num_splits in (2, 4, 8, 16)
-            and spec.kv_format == "auto" and not interpreting())
-
-
 class TritonLaunch:
     """``run_triton`` for one argument signature, prepared once and called per call.
 
@@ -249,9 +238,8 @@ class TritonLaunch:
         fwd.fixed(*lse_strides)
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
-        cluster = S > 1 and _cluster(spec, config, T, H)
-        fused = S > 1 and not cluster and _fused(config, T, H)
-        pdl = S > 1 and not (fused or cluster) and _pdl(config, grid, q.device)
+        fused = S > 1 and _fused(config, T, H)
+        pdl = S > 1 and not fused and _pdl(config, grid, q.device)
         # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
@@ -271,9 +259,8 @@ class TritonLaunch:
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
-            gmod = load_module(GluonKernel.for_config(spec, config, cluster=cluster))
-            # (with a cluster a program is a token and head block: Triton launches its S CTAs)
-            self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid // S if cluster else grid,), fwd,
+            gmod = load_module(GluonKernel.for_config(spec, config))
+            self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd,
                                dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0),
                                gluon_launch_options(gmod), q.device)
         else:
@@ -282,7 +269,7 @@ class TritonLaunch:
                                     INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange,
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
-        if S > 1 and not (fused or cluster):
+        if S > 1 and not fused:
             self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl)
         if self.ws_numel:
             self._attach_workspace()

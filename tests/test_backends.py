@@ -476,28 +476,3 @@ def test_a_fused_launch_has_no_combine_kernel(monkeypatch, heads, splits, fused)
     launch = triton_backend.TritonLaunch(spec, Config(64, 64, splits, 8, 2, gluon=True), q, view, idx, out, None)
     assert launch.fwd.constexprs["FUSED"] == (splits if fused else 0)
     assert (launch.combine is None) == fused
-
-
-def test_a_cluster_launch_runs_one_program_per_token_and_head_block(monkeypatch):
-    # GluonKernel.cluster (session 22; SPARSEMLA_CLUSTER_MERGE=1): the narrow bf16 kernel's splits of a token
-    # and head block as one thread-block cluster, which merges them: its grid counts clusters (Triton launches
-    # the split count of CTAs for each), and no combine kernel follows. Other formats, the wide kernel and
-    # split counts that are no cluster size keep the combine kernel.
-    from sparsemla.runtime.kvcache import describe_cache
-    monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
-    monkeypatch.setattr(triton_backend, "_CLUSTER", True)
-    T, H = 3, 32
-    q = torch.zeros(T, H, 576, dtype=torch.bfloat16)
-    view = describe_cache(torch.zeros(256, 576, dtype=torch.bfloat16), "auto", 576, 512)
-    idx = torch.zeros(T, 128, dtype=torch.int32)
-    out = torch.empty(T, H, 512, dtype=torch.bfloat16)
-    spec = KernelSpec(num_heads=H, topk=128, arch="sm90")
-    launch = triton_backend.TritonLaunch(spec, Config(16, 64, 8, 8, 2, gluon=True), q, view, idx, out, None)
-    assert launch.combine is None and launch.fwd.grid == (T * 2,) and launch.fwd.kw["num_ctas"] == 8
-    assert launch.fwd.jit_fn.fn.__globals__["SPEC_KEY"].endswith("-gluon-h16-l1-qc-c8")  # the cluster variant
-    for cfg, fmt_spec in ((Config(16, 64, 32, 8, 1, gluon=True), spec), (Config(64, 64, 8, 8, 2, gluon=True), spec),
-                          (Config(16, 64, 8, 8, 2, gluon=True), KernelSpec(kv_format="fp8_e4m3", num_heads=H, topk=128,
-                                                                          arch="sm90"))):
-        assert not triton_backend._cluster(fmt_spec, cfg, T, H)
-    monkeypatch.setattr(triton_backend, "_CLUSTER", False)  # the default
-    assert not triton_backend._cluster(spec, Config(16, 64, 8, 8, 2, gluon=True), T, H)

@@ -175,18 +175,6 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     for kw, q_regs in ((dict(block_h=16), 4), (dict(), 3), (dict(spec=KernelSpec(kv_format="fp8_e4m3")), 4)):
         with pytest.raises(ValueError, match=f"q_regs={q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16"):
             GluonKernel(**{"spec": KernelSpec(), **kw}, q_regs=q_regs)
-    # The narrow bf16 kernel's splits as one thread-block cluster (session 22): its own module, launched with
-    # num_ctas = the split count; every layout wrapped with CTA bases, Q and the stages in 64-column chunks
-    c16 = GluonKernel.for_config(KernelSpec(), Config(16, 64, 16, 8, 2, gluon=True), cluster=True)
-    assert c16.cluster == 16 and c16.key == KernelSpec().key + "-gluon-h16-l1-qc-c16"
-    assert gluon_launch_options(load_module(c16)) == dict(num_warps=4, num_ctas=16)
-    src = render.render_source(c16)
-    assert "split = _cta_rank()" in src and "kn.index(stage * CHUNKS + c)" in src and "_c(" in src
-    assert "_c(" not in render.render_source(GluonKernel(KernelSpec(), 16))
-    for kw, cluster in ((dict(block_h=64), 16), (dict(block_h=16), 32), (dict(block_h=16), 3),
-                        (dict(spec=KernelSpec(kv_format="fp8_e4m3"), block_h=16), 16)):
-        with pytest.raises(ValueError, match=f"cluster={cluster}: expected 0, or 2, 4, 8 or 16 splits"):
-            GluonKernel(**{"spec": KernelSpec(), **kw}, cluster=cluster)
     for bh, loaders, stages, expected in ((32, 1, 1, "block_h=16 and one loading warp group"),
                                           (16, 2, 1, "block_h=16 and one loading warp group"),
                                           (64, 2, 2, "block_h 64 has one loading warp group")):
