@@ -182,6 +182,13 @@ def _pdl(config: Config, grid: int, device: torch.device) -> bool:
     return props.major >= 9 and (2 * grid <= sms or (grid <= sms and config.num_splits <= 4))
 
 
+def _combine_warps(pdl: bool, grid: int, device: torch.device) -> int:
+    """Warps per combine program. Its grid's programs are light, so behind PDL the ones launched early
+    pack onto the SMs the attention grid leaves free (up to the SM's limits, by registers and warps) and
+    then merge their partials there; more warps per program leave fewer programs per free SM."""
+    return 4
+
+
 def _fused(config: Config, T: int, num_heads: int) -> bool:
     """Whether a Gluon kernel merges its split-K partials itself (the template's FUSED: the last split of
     each token and head block to finish merges the others' partials with its own accumulator, so there is
@@ -270,11 +277,13 @@ class TritonLaunch:
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if S > 1 and not fused:
-            self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl)
+            self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl,
+                                 _combine_warps(pdl, grid, q.device))
         if self.ws_numel:
             self._attach_workspace()
 
-    def _combine_kernel(self, mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl: bool) -> None:
+    def _combine_kernel(self, mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl: bool,
+                        warps: int) -> None:
         comb = _Args()
         comb.fixed(None, None)  # o_part, lse_part, set by _attach_workspace
         comb.per_call(_SINK, attn_sink is not None)
@@ -286,7 +295,8 @@ class TritonLaunch:
         block_dv = max(16, min(spec.d_v, 8192 // s_p2))
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
                                dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl),
-                               dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)
+                               dict(num_warps=warps, launch_pdl=True) if pdl else dict(num_warps=warps),
+                               self.device)
 
     def _attach_workspace(self) -> None:
         """Point the workspace arguments at the shared buffer (again, after a launch grew it)."""
