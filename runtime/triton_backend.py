@@ -114,12 +114,17 @@ class _Direct:
     __slots__ = ("run", "function", "metadata", "grid", "values", "args", "tensor_slots", "aligned",
                  "device", "stream", "knobs")
 
-    def __init__(self, jit_fn, compiled, grid, args: _Args, values: list, constexprs: dict, device: int):
+    def __init__(self, jit_fn, compiled, grid, args: _Args, values: list, constexprs: dict, device: int,
+                 reserve: int = 0):
         from triton import knobs
         names = list(inspect.signature(jit_fn.fn).parameters)
         if len(values) + len(constexprs) != len(names) or names[len(values):] != list(constexprs):
             raise TypeError(f"{jit_fn.__name__}: arguments do not match its signature {names}")
         self.run, self.function, self.metadata = compiled.run, compiled.function, compiled.packed_metadata
+        if reserve > compiled.metadata.shared:  # (num_warps, num_ctas, shared) with more shared memory
+            if reserve > 48 * 1024:
+                _allow_dynamic_shared(compiled.function, reserve)
+            self.metadata = (*self.metadata[:2], reserve)
         self.grid = tuple(grid) + (1,) * (3 - len(grid))
         self.values = values + list(constexprs.values())
         self.args = args
@@ -149,6 +154,7 @@ class _Kernel:
         self.proxy = jit_fn[grid]  # grid and proxy made once
         self.device = device
         self.direct = None
+        self.reserve = 0  # shared memory bytes each program reserves (direct launches only)
 
     def __call__(self, vals):
         if self.direct is not None and self.direct(vals):
@@ -159,7 +165,7 @@ class _Kernel:
             try:
                 self.direct = _Direct(self.jit_fn, compiled, self.grid, self.args, a, self.constexprs,
                                       self.device.index if self.device.index is not None
-                                      else torch.cuda.current_device())
+                                      else torch.cuda.current_device(), self.reserve)
             except Exception:  # a Triton whose launcher differs: keep launching through the JIT
                 self.direct = None
         return compiled
@@ -182,11 +188,22 @@ def _pdl(config: Config, grid: int, device: torch.device) -> bool:
     return props.major >= 9 and (2 * grid <= sms or (grid <= sms and config.num_splits <= 4))
 
 
-def _combine_warps(pdl: bool, grid: int, device: torch.device) -> int:
-    """Warps per combine program. Its grid's programs are light, so behind PDL the ones launched early
-    pack onto the SMs the attention grid leaves free (up to the SM's limits, by registers and warps) and
-    then merge their partials there; more warps per program leave fewer programs per free SM."""
-    return 4
+def _combine_reserve(pdl: bool, grid: int, device: torch.device) -> int:
+    """Bytes of shared memory each combine program reserves (0: only what it uses). Its programs are light,
+    so behind PDL the ones launched early pack onto the SMs the attention grid leaves free, as many as fit,
+    and then merge their partials there; a reservation caps how many fit on one SM."""
+    return 0
+
+
+def _allow_dynamic_shared(function: int, nbytes: int) -> None:
+    """Let a compiled kernel launch with ``nbytes`` of dynamic shared memory (above 48 KB it must opt in)."""
+    import ctypes
+    lib = ctypes.CDLL("libcuda.so.1")
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+    rc = lib.cuFuncSetAttribute(ctypes.c_void_p(function), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                ctypes.c_int(nbytes))
+    if rc != 0:
+        raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}) failed: CUresult {rc}")
 
 
 def _fused(config: Config, T: int, num_heads: int) -> bool:
@@ -277,13 +294,12 @@ class TritonLaunch:
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if S > 1 and not fused:
-            self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl,
-                                 _combine_warps(pdl, grid, q.device))
+            self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl)
+            self.combine.reserve = _combine_reserve(pdl, grid, q.device)
         if self.ws_numel:
             self._attach_workspace()
 
-    def _combine_kernel(self, mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl: bool,
-                        warps: int) -> None:
+    def _combine_kernel(self, mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl: bool) -> None:
         comb = _Args()
         comb.fixed(None, None)  # o_part, lse_part, set by _attach_workspace
         comb.per_call(_SINK, attn_sink is not None)
@@ -295,8 +311,7 @@ class TritonLaunch:
         block_dv = max(16, min(spec.d_v, 8192 // s_p2))
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
                                dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl),
-                               dict(num_warps=warps, launch_pdl=True) if pdl else dict(num_warps=warps),
-                               self.device)
+                               dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)
 
     def _attach_workspace(self) -> None:
         """Point the workspace arguments at the shared buffer (again, after a launch grew it)."""
