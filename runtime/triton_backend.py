@@ -27,7 +27,7 @@ _workspaces: dict = {}
 _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
 # SPARSEMLA_PDL=0: the combine kernel is always launched after the attention kernel; by default it is
 # launched as a programmatic dependent of a Gluon attention kernel whose grid fills at most half the SMs,
-# or one wave with at most 4 splits (``_pdl``).
+# or one wave with at most 4 splits or a combine of at most one program per SM (``_pdl``).
 _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 # SPARSEMLA_FUSED_COMBINE=0: split-K partials always go to the combine kernel; by default a Gluon kernel of
 # full 64-head programs with 2 splits merges them itself (``_fused``).
@@ -122,9 +122,12 @@ class _Direct:
             raise TypeError(f"{jit_fn.__name__}: arguments do not match its signature {names}")
         self.run, self.function, self.metadata = compiled.run, compiled.function, compiled.packed_metadata
         if reserve > compiled.metadata.shared:  # (num_warps, num_ctas, shared) with more shared memory
-            if reserve > 48 * 1024:
-                _allow_dynamic_shared(compiled.function, reserve)
-            self.metadata = (*self.metadata[:2], reserve)
+            try:
+                if reserve > 48 * 1024:
+                    _allow_dynamic_shared(compiled.function, reserve)
+                self.metadata = (*self.metadata[:2], reserve)
+            except (OSError, AttributeError, RuntimeError):  # no reservation: the launch stays correct
+                pass
         self.grid = tuple(grid) + (1,) * (3 - len(grid))
         self.values = values + list(constexprs.values())
         self.args = args
@@ -171,28 +174,41 @@ class _Kernel:
         return compiled
 
 
-def _pdl(config: Config, grid: int, device: torch.device) -> bool:
-    """Whether the combine kernel is launched as a programmatic dependent (PDL, sm90 and later) of the
-    attention kernel: for a Gluon kernel (which lets it launch at once) whose grid takes at most half the
-    SMs, so the combine's programs start on the SMs left free and wait there for the partials, or whose
-    grid fits one wave with at most 4 splits (a light combine behind long programs). H200, session 20
+def _pdl(config: Config, grid: int, combine_grid: int, device: torch.device) -> bool:
+    """Whether the combine kernel (``combine_grid`` programs) is launched as a programmatic dependent (PDL,
+    sm90 and later) of the attention kernel (``grid`` programs): for a Gluon kernel (which lets it launch
+    at once) whose grid takes at most half the SMs, so the combine's programs start on the SMs left free
+    and wait there for the partials, or whose grid fits one wave with at most 4 splits (a light combine
+    behind long programs) or with a combine of one program per SM. H200, session 20
     (benchmarks/results/session20/README.md, calls 4 and 7): 1.02-1.10x in all 16 suite rows (T = 1, 4)
     with grids of 32-64 programs; with 128 programs 1.01-1.03x with 4 splits (T = 16, six rows, twice),
-    0.99-1.02x with 2 (22 rows, +0.7% on average), but 0.75-0.98x with 8-32 splits (the combine's
-    programs crowd onto the few SMs left free, then read 8-32 partials there). Session 16 had found grids
-    of two waves slower still."""
+    0.99-1.02x with 2 (22 rows, +0.7% on average), but 0.75-0.98x with 8-32 splits: the combine's programs
+    launched early crowd onto the few SMs left free, as many as fit, then read 8-32 partials there. Session
+    23 (benchmarks/results/session23/README.md, call 2): with their shared memory reserved so that one fits
+    per SM (``_combine_reserve``), a combine of 128 programs behind 128 programs of 16 splits is 1.06-1.08x
+    (bf16 T=1 H=128 10.06 -> 9.34 us); with 1024-2048 combine programs (T=16, 8 splits) PDL stays slower.
+    Session 16 had found grids of two waves slower still."""
     if not (_PDL and config.gluon and device.type == "cuda") or interpreting():
         return False
     props = torch.cuda.get_device_properties(device)
     sms = props.multi_processor_count
-    return props.major >= 9 and (2 * grid <= sms or (grid <= sms and config.num_splits <= 4))
+    return props.major >= 9 and (2 * grid <= sms or (grid <= sms and (config.num_splits <= 4 or combine_grid <= sms)))
 
 
-def _combine_reserve(pdl: bool, grid: int, device: torch.device) -> int:
+def _combine_reserve(pdl: bool, combine_grid: int, device: torch.device) -> int:
     """Bytes of shared memory each combine program reserves (0: only what it uses). Its programs are light,
     so behind PDL the ones launched early pack onto the SMs the attention grid leaves free, as many as fit,
-    and then merge their partials there; a reservation caps how many fit on one SM."""
-    return 0
+    and then merge their partials there. Where the combine's grid needs at most 2 programs per SM, each
+    reserves a share of an SM's shared memory so that only that many fit: the early ones take the free SMs
+    and the rest start where the attention programs leave. H200, session 23 (call 2): one per SM 1.06-1.08x
+    behind 128-program grids (with PDL, which loses without it), 1.00-1.01x behind 64-program grids; two
+    per SM (256 combine programs) 1.02x; one per SM for 256 programs (two rounds) 0.92x, and reserving
+    anything for 512-2048 combine programs 0.87-0.99x."""
+    if not pdl:
+        return 0
+    props = torch.cuda.get_device_properties(device)
+    per_sm = -(-combine_grid // props.multi_processor_count)
+    return props.shared_memory_per_multiprocessor // (per_sm + 1) if per_sm <= 2 else 0
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -263,7 +279,9 @@ class TritonLaunch:
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
         fused = S > 1 and _fused(config, T, H)
-        pdl = S > 1 and not fused and _pdl(config, grid, q.device)
+        block_dv = max(16, min(spec.d_v, 8192 // next_pow2(S)))  # the combine's columns per program
+        combine_grid = T * H * (spec.d_v // block_dv)
+        pdl = S > 1 and not fused and _pdl(config, grid, combine_grid, q.device)
         # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
@@ -294,12 +312,12 @@ class TritonLaunch:
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if S > 1 and not fused:
-            self._combine_kernel(mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl)
-            self.combine.reserve = _combine_reserve(pdl, grid, q.device)
+            self._combine_kernel(mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl)
+            self.combine.reserve = _combine_reserve(pdl, combine_grid, q.device)
         if self.ws_numel:
             self._attach_workspace()
 
-    def _combine_kernel(self, mod, spec, T, H, S, out, lse, lse_strides, attn_sink, pdl: bool) -> None:
+    def _combine_kernel(self, mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl: bool) -> None:
         comb = _Args()
         comb.fixed(None, None)  # o_part, lse_part, set by _attach_workspace
         comb.per_call(_SINK, attn_sink is not None)
@@ -308,7 +326,6 @@ class TritonLaunch:
         comb.per_call(_LSE, lse is not None)
         comb.fixed(*lse_strides, H)
         s_p2 = next_pow2(S)
-        block_dv = max(16, min(spec.d_v, 8192 // s_p2))
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
                                dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl),
                                dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)

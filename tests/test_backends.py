@@ -404,25 +404,42 @@ def test_q_rows_the_gluon_kernel_copies_by_cp_async():
 
 def test_combine_is_a_programmatic_dependent_only_of_gluon_grids_that_leave_sms_free(monkeypatch):
     # runtime/triton_backend._pdl: PDL for the combine behind a Gluon kernel whose grid takes at most half
-    # the SMs of an sm90+ GPU, or one wave with at most 4 splits (H200, session 20: faster there, slower
-    # with 128 programs on 132 SMs and 8-32 splits).
+    # the SMs of an sm90+ GPU, or one wave with at most 4 splits or with a combine of at most one program
+    # per SM (H200, sessions 20 and 23: faster there; slower with 128 programs on 132 SMs, 8-32 splits and
+    # a combine of many programs per SM).
     props = types.SimpleNamespace(major=9, multi_processor_count=132)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
     monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
     cuda = torch.device("cuda", 0)
     gluon, triton = Config(16, 64, 32, 8, 2, gluon=True), Config(16, 64, 32, 8, 2)
-    assert triton_backend._pdl(gluon, 64, cuda) and triton_backend._pdl(gluon, 66, cuda)
-    assert not triton_backend._pdl(gluon, 67, cuda) and not triton_backend._pdl(gluon, 128, cuda)
+    assert triton_backend._pdl(gluon, 64, 2048, cuda) and triton_backend._pdl(gluon, 66, 2048, cuda)
+    assert not triton_backend._pdl(gluon, 67, 2048, cuda) and not triton_backend._pdl(gluon, 128, 133, cuda)
+    assert triton_backend._pdl(gluon, 128, 128, cuda) and triton_backend._pdl(gluon, 132, 132, cuda)
+    assert not triton_backend._pdl(gluon, 133, 128, cuda)
     few = Config(64, 64, 4, 8, 2, gluon=True)  # 4 splits: one wave is enough
-    assert triton_backend._pdl(few, 128, cuda) and triton_backend._pdl(few, 132, cuda)
-    assert not triton_backend._pdl(few, 133, cuda)
-    assert not triton_backend._pdl(triton, 32, cuda)  # the Triton kernel does not let it launch early
-    assert not triton_backend._pdl(gluon, 32, torch.device("cpu"))
+    assert triton_backend._pdl(few, 128, 2048, cuda) and triton_backend._pdl(few, 132, 2048, cuda)
+    assert not triton_backend._pdl(few, 133, 2048, cuda)
+    assert not triton_backend._pdl(triton, 32, 32, cuda)  # the Triton kernel does not let it launch early
+    assert not triton_backend._pdl(gluon, 32, 32, torch.device("cpu"))
     props.major = 8
-    assert not triton_backend._pdl(gluon, 32, cuda)
+    assert not triton_backend._pdl(gluon, 32, 32, cuda)
     props.major = 9
     monkeypatch.setattr(triton_backend, "_PDL", False)  # SPARSEMLA_PDL=0
-    assert not triton_backend._pdl(gluon, 32, cuda)
+    assert not triton_backend._pdl(gluon, 32, 32, cuda)
+
+
+def test_a_pdl_combine_reserves_shared_memory_so_its_early_programs_spread(monkeypatch):
+    # runtime/triton_backend._combine_reserve: behind PDL, a combine of at most 2 programs per SM reserves
+    # a share of an SM's shared memory so that only that many fit on one (H200, session 23).
+    props = types.SimpleNamespace(multi_processor_count=132, shared_memory_per_multiprocessor=233472)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
+    cuda = torch.device("cuda", 0)
+    one, two = triton_backend._combine_reserve(True, 128, cuda), triton_backend._combine_reserve(True, 264, cuda)
+    assert (one, two) == (116736, 77824)
+    # with the 1 KB the hardware adds per program: one per SM fits, two do not; two fit, three do not
+    assert one + 1024 <= 233472 < 2 * (one + 1024) and 2 * (two + 1024) <= 233472 < 3 * (two + 1024)
+    assert triton_backend._combine_reserve(True, 265, cuda) == 0  # 3 per SM: no cap
+    assert triton_backend._combine_reserve(False, 128, cuda) == 0  # launched after the grid: nothing to cap
 
 
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):

@@ -23,6 +23,7 @@ import torch
 import sparsemla.runtime.api as api
 import sparsemla.runtime.triton_backend as tb
 from sparsemla.gen.gpu_measure import _calls, check, make_inputs, time_calls, timing_sets
+from sparsemla.gen.spec import next_pow2
 from sparsemla.gen.suite import SUITE_FORMATS, suite_spec
 from sparsemla.runtime.dispatch import select_config
 
@@ -43,8 +44,8 @@ def force(pair):
     if pair is None:
         tb._pdl, tb._combine_reserve = _pdl_rule, _reserve_rule
     else:
-        tb._pdl = lambda config, grid, device: pair[0]
-        tb._combine_reserve = lambda pdl, grid, device: pair[1] * 1024
+        tb._pdl = lambda *rule_args: pair[0]
+        tb._combine_reserve = lambda *rule_args: pair[1] * 1024
     api.clear_call_cache()  # (a prepared launch keeps the kernels it was made with)
     latest.clear()
 
@@ -82,7 +83,10 @@ def main():
                 if S < 2 or tb._fused(cfg, T, H):
                     continue
                 grid = T * -(-H // cfg.block_h) * S
-                rule = (_pdl_rule(cfg, grid, dev), _reserve_rule(_pdl_rule(cfg, grid, dev), grid, dev) // 1024)
+                block_dv = max(16, min(spec.d_v, 8192 // next_pow2(S)))
+                combine_grid = T * H * (spec.d_v // block_dv)
+                rule_pdl = _pdl_rule(cfg, grid, combine_grid, dev)
+                rule = (rule_pdl, _reserve_rule(rule_pdl, combine_grid, dev) // 1024)
                 cands = pairs + [rule] * (rule not in pairs)
                 kw = make_inputs(spec, T, dev, slots=1 << 16, poison=True)
                 ok = {}

@@ -26,7 +26,7 @@ def timed(sets, cfg, pdl: bool) -> float:
     """us per call with the combine launched as a programmatic dependent (pdl) or not, whatever the
     runtime's rule (triton_backend._pdl) would choose."""
     rule = tb._pdl
-    tb._pdl = lambda config, grid, device: pdl
+    tb._pdl = lambda *rule_args: pdl
     api.clear_call_cache()  # (a prepared launch keeps the PDL choice it was made with)
     try:
         return time_calls(_calls(sets, cfg))[0]
@@ -54,7 +54,7 @@ def main():
                     continue
                 kw = make_inputs(spec, T, dev, slots=1 << 16, poison=True)
                 rule = tb._pdl
-                tb._pdl = lambda config, grid, device: True
+                tb._pdl = lambda *rule_args: True
                 api.clear_call_cache()
                 res = check(spec, cfg, kw)  # with PDL
                 tb._pdl = rule

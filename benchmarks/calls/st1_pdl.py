@@ -26,7 +26,7 @@ _rule = tb._pdl
 
 def pdl(mode):
     """The runtime's PDL choice: its rule (None), or forced on or off."""
-    tb._pdl = _rule if mode is None else (lambda config, grid, device: mode)
+    tb._pdl = _rule if mode is None else (lambda *rule_args: mode)
     api.clear_call_cache()  # (a prepared launch keeps the choice it was made with)
 
 
