@@ -1,21 +1,17 @@
 #!/usr/bin/env bash
-# Session 23, call 3 (issue 7): the runtime's new PDL rule and shared-memory reservation for the combine
-# (runtime/triton_backend._pdl, _combine_reserve). (1) The rows call 2 did not time (T=1 H=16, 32; T=4 H=16,
-# 64) against PDL without a reservation (combine_place.py: the rule's pair is added). (2) gpu_correctness.py's
-# narrow cases (their 4-split grids take PDL and a reservation). (3) The four rows the rule now launches
-# with PDL (bf16 and bf16 NoPE at T=1 H=128 and T=4 H=32) benched beside FlashInfer.
-# (Calls 1 and 2 are in benchmarks/results/session23/README.md; their scripts at 8d773fc and 97e9084.)
+# Session 23, call 4 (issue 7): with the combine's new PDL rule and reservation (runtime/triton_backend._pdl,
+# _combine_reserve: a reservation only where the combine's programs outnumber the free SMs, after call 3),
+# gluon_select's narrow candidates for the T=1 H=128 buckets (16-head programs with 8-32 splits, one stage,
+# 32-head programs: 128-program grids now take PDL), merged --only-faster into a copy of the tables, and every
+# T=1 and T=4 suite row benched beside FlashInfer with it. Merge $OUT/select_t1_h128/NVIDIA_H200/sparse_mla.json
+# with benchmarks/merge_tuned.py --only-faster and the bench JSONs with benchmarks/merge_bench.py afterwards.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-timeout 110 python3 benchmarks/calls/combine_place.py --tokens 1 --heads 32,16 --pairs 1:0 > "$OUT/combine_rule_t1.log" 2>&1
-echo "== combine_place T=1 rc=$?"; grep "^| " "$OUT/combine_rule_t1.log" | sort -u; grep -i "error\|Traceback" "$OUT/combine_rule_t1.log" | head -5
-timeout 110 python3 benchmarks/calls/combine_place.py --tokens 4 --heads 64,16 --pairs 1:0 > "$OUT/combine_rule_t4.log" 2>&1
-echo "== combine_place T=4 rc=$?"; grep "^| " "$OUT/combine_rule_t4.log" | sort -u; grep -i "error\|Traceback" "$OUT/combine_rule_t4.log" | head -5
-timeout 150 python3 benchmarks/gpu_correctness.py narrow > "$OUT/gpu_correctness_narrow.log" 2>&1
-echo "== gpu_correctness narrow rc=$?"; grep -c " ok$" "$OUT/gpu_correctness_narrow.log"
-grep "FAIL\|Error\|error:" "$OUT/gpu_correctness_narrow.log" | head -5; tail -1 "$OUT/gpu_correctness_narrow.log"
-bench_within 180 "" "bf16 128 1,4" "bf16_nope 128 1,4" "bf16 32 1,4" "bf16_nope 32 1,4"
+select_into select_t1_h128 200 --narrow --heads 128 --tokens 1
+merged_tables select_t1_h128
+bench_within 320 "$TABLES" "bf16 16,32,64,128 1,4" "bf16_nope 16,32,64,128 1,4" "fp8 16,32,64,128 1,4" \
+  "model1 16,32,64,128 1,4" "fp8_nope 16,32,64,128 1,4" "fp8_ds_mla 16,32,64,128 1,4"
 pack_out

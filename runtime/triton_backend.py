@@ -195,20 +195,25 @@ def _pdl(config: Config, grid: int, combine_grid: int, device: torch.device) -> 
     return props.major >= 9 and (2 * grid <= sms or (grid <= sms and (config.num_splits <= 4 or combine_grid <= sms)))
 
 
-def _combine_reserve(pdl: bool, combine_grid: int, device: torch.device) -> int:
+def _combine_reserve(pdl: bool, grid: int, combine_grid: int, device: torch.device) -> int:
     """Bytes of shared memory each combine program reserves (0: only what it uses). Its programs are light,
-    so behind PDL the ones launched early pack onto the SMs the attention grid leaves free, as many as fit,
-    and then merge their partials there. Where the combine's grid needs at most 2 programs per SM, each
-    reserves a share of an SM's shared memory so that only that many fit: the early ones take the free SMs
-    and the rest start where the attention programs leave. H200, session 23 (call 2): one per SM 1.06-1.08x
-    behind 128-program grids (with PDL, which loses without it), 1.00-1.01x behind 64-program grids; two
-    per SM (256 combine programs) 1.02x; one per SM for 256 programs (two rounds) 0.92x, and reserving
-    anything for 512-2048 combine programs 0.87-0.99x."""
+    so behind PDL the ones launched early pack onto the SMs the attention grid (``grid`` programs) leaves
+    free, as many as fit, and then merge their partials there. Where they outnumber the free SMs and the
+    combine's grid needs at most 2 programs per SM, each reserves a share of an SM's shared memory so that
+    only that many fit: the early ones take the free SMs and the rest start where the attention programs
+    leave. H200, session 23 (benchmarks/results/session23/README.md, calls 2 and 3): one per SM 1.06-1.08x
+    behind 128-program grids (with PDL, which loses without it); two per SM (256 combine programs behind 64)
+    1.02x at T=1 H=128 (fp8, model1), at T=4 H=64 as fast or faster in five formats and 0.98x with bf16; one
+    per SM for 256 programs (two rounds) 0.92x, and reserving anything for 512-2048 combine programs
+    0.85-1.00x; where the free SMs could take every combine program, 0.94-1.00x."""
     if not pdl:
         return 0
     props = torch.cuda.get_device_properties(device)
-    per_sm = -(-combine_grid // props.multi_processor_count)
-    return props.shared_memory_per_multiprocessor // (per_sm + 1) if per_sm <= 2 else 0
+    sms = props.multi_processor_count
+    per_sm = -(-combine_grid // sms)
+    if combine_grid <= sms - grid or per_sm > 2:
+        return 0
+    return props.shared_memory_per_multiprocessor // (per_sm + 1)
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -313,7 +318,7 @@ class TritonLaunch:
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if S > 1 and not fused:
             self._combine_kernel(mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl)
-            self.combine.reserve = _combine_reserve(pdl, combine_grid, q.device)
+            self.combine.reserve = _combine_reserve(pdl, grid, combine_grid, q.device)
         if self.ws_numel:
             self._attach_workspace()
 

@@ -429,17 +429,20 @@ def test_combine_is_a_programmatic_dependent_only_of_gluon_grids_that_leave_sms_
 
 
 def test_a_pdl_combine_reserves_shared_memory_so_its_early_programs_spread(monkeypatch):
-    # runtime/triton_backend._combine_reserve: behind PDL, a combine of at most 2 programs per SM reserves
-    # a share of an SM's shared memory so that only that many fit on one (H200, session 23).
+    # runtime/triton_backend._combine_reserve: behind PDL, a combine of at most 2 programs per SM whose
+    # programs outnumber the SMs the attention grid leaves free reserves a share of an SM's shared memory so
+    # that only that many fit on one (H200, session 23).
     props = types.SimpleNamespace(multi_processor_count=132, shared_memory_per_multiprocessor=233472)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
     cuda = torch.device("cuda", 0)
-    one, two = triton_backend._combine_reserve(True, 128, cuda), triton_backend._combine_reserve(True, 264, cuda)
+    one, two = triton_backend._combine_reserve(True, 128, 128, cuda), triton_backend._combine_reserve(True, 64, 264, cuda)
     assert (one, two) == (116736, 77824)
     # with the 1 KB the hardware adds per program: one per SM fits, two do not; two fit, three do not
     assert one + 1024 <= 233472 < 2 * (one + 1024) and 2 * (two + 1024) <= 233472 < 3 * (two + 1024)
-    assert triton_backend._combine_reserve(True, 265, cuda) == 0  # 3 per SM: no cap
-    assert triton_backend._combine_reserve(False, 128, cuda) == 0  # launched after the grid: nothing to cap
+    assert triton_backend._combine_reserve(True, 64, 69, cuda) == 116736  # 69 programs, 68 free SMs
+    assert triton_backend._combine_reserve(True, 64, 68, cuda) == 0  # the free SMs take them all
+    assert triton_backend._combine_reserve(True, 64, 265, cuda) == 0  # 3 per SM: no cap
+    assert triton_backend._combine_reserve(False, 128, 128, cuda) == 0  # launched after the grid: nothing to cap
 
 
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):

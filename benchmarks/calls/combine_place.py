@@ -72,8 +72,9 @@ def main():
     pairs = [(bool(int(p.split(":")[0])), int(p.split(":")[1])) for p in args.pairs.split(",")]
     dev = torch.device("cuda")
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
-    head = "| format | T | H | config | grid | " + " | ".join(label(c) for c in pairs) + " | rule | rule/best |"
-    lines = [head, "|" + "---|" * (7 + len(pairs))]
+    head = ("| format | T | H | config | grid | " + " | ".join(label(c) for c in pairs)
+            + " | rule | rule's time | rule/best |")
+    lines = [head, "|" + "---|" * (8 + len(pairs))]
     for T in map(int, args.tokens.split(",")):
         for fmt in args.formats.split(","):
             for H in map(int, args.heads.split(",")):
@@ -86,7 +87,7 @@ def main():
                 block_dv = max(16, min(spec.d_v, 8192 // next_pow2(S)))
                 combine_grid = T * H * (spec.d_v // block_dv)
                 rule_pdl = _pdl_rule(cfg, grid, combine_grid, dev)
-                rule = (rule_pdl, _reserve_rule(rule_pdl, combine_grid, dev) // 1024)
+                rule = (rule_pdl, _reserve_rule(rule_pdl, grid, combine_grid, dev) // 1024)
                 cands = pairs + [rule] * (rule not in pairs)
                 kw = make_inputs(spec, T, dev, slots=1 << 16, poison=True)
                 ok = {}
@@ -112,7 +113,7 @@ def main():
                 cells = [x + ok.get(c, "") for x, c in zip(cells, cands)]
                 ratio = best[rule] / min(best.values()) if rule in best else float("nan")
                 line = (f"| {fmt} | {T} | {H} | {cfg_s} | {grid}/{sms} | " + " | ".join(cells[:len(pairs)])
-                        + f" | {label(rule)} | {ratio:.3f} |")
+                        + f" | {label(rule)} | {cells[cands.index(rule)]} | {ratio:.3f} |")
                 print(line, flush=True)
                 print("   combine shared memory as launched:", {label(c): v for c, v in launched.items()}, flush=True)
                 lines.append(line)
