@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 23, call 6 (issue 7): gpu_correctness.py with the combine's PDL rule and reservation
+# Session 23's last call (6) as it ran; no next call is prepared: the next session writes its own.
+# Call 6 (issue 7): gpu_correctness.py with the combine's PDL rule and reservation
 # (runtime/triton_backend._pdl, _combine_reserve): model1's narrow cases (calls 3 and 5 did not reach them),
 # then the Gluon cases of three formats (the wide kernel's 16- and 32-head cases with 4 splits take PDL and a
 # two-per-SM reservation).
