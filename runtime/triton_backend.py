@@ -121,7 +121,7 @@ class _Direct:
         if len(values) + len(constexprs) != len(names) or names[len(values):] != list(constexprs):
             raise TypeError(f"{jit_fn.__name__}: arguments do not match its signature {names}")
         self.run, self.function, self.metadata = compiled.run, compiled.function, compiled.packed_metadata
-        if reserve > compiled.metadata.shared:  # (num_warps, num_ctas, shared) with more shared memory
+        if reserve and reserve > compiled.metadata.shared:  # (num_warps, num_ctas, shared), more shared memory
             try:
                 if reserve > 48 * 1024:
                     _allow_dynamic_shared(compiled.function, reserve)

@@ -348,3 +348,30 @@ def test_direct_launcher_matches_the_jit_binding(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
     assert not d(vals)
     assert len(launched) == 2
+
+
+def test_direct_launch_reserves_shared_memory_when_asked(monkeypatch):
+    """_Direct with ``reserve`` (the PDL combine's programs, triton_backend._combine_reserve) launches with that
+    much shared memory, opting in above 48 KB, and never with less than the kernel uses."""
+    import types
+
+    gen = torch.Generator().manual_seed(4)
+    cache = torch.randn(64, 576, generator=gen).half()
+    q = torch.randn(2, 16, 576, generator=gen).half()
+    idx = random_indices(2, 32, 64, gen)
+    sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, backend="triton", config=Config(16, 16, 2, 4, 1))
+    (prepared,) = api._calls.values()
+    k = prepared.launch.fwd
+    a = k.args.filled((q, idx, None, None, torch.empty(2, 16, 512, dtype=torch.half), q, None, None, 0.04))
+    opted = []
+    monkeypatch.setattr(triton_backend, "_allow_dynamic_shared", lambda fn, n: opted.append((fn, n)))
+    monkeypatch.setattr(triton_backend, "current_stream", lambda: (lambda dev: "stream"))
+
+    def direct(reserve, uses=2048):
+        compiled = types.SimpleNamespace(run=None, function="fn", packed_metadata=(4, 1, uses),
+                                         metadata=types.SimpleNamespace(shared=uses))
+        return triton_backend._Direct(k.jit_fn, compiled, k.grid, k.args, a, k.constexprs, 0, reserve).metadata
+
+    assert direct(0) == (4, 1, 2048) and direct(49152) == (4, 1, 49152) and not opted
+    assert direct(116736) == (4, 1, 116736) and opted == [("fn", 116736)]
+    assert direct(49152, uses=65536) == (4, 1, 65536)  # the kernel's own need wins
