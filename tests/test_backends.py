@@ -435,7 +435,8 @@ def test_a_pdl_combine_reserves_shared_memory_so_its_early_programs_spread(monke
     props = types.SimpleNamespace(multi_processor_count=132, shared_memory_per_multiprocessor=233472)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
     cuda = torch.device("cuda", 0)
-    one, two = triton_backend._combine_reserve(True, 128, 128, cuda), triton_backend._combine_reserve(True, 64, 264, cuda)
+    one = triton_backend._combine_reserve(True, 128, 128, cuda)  # 128 programs behind 128 (4 SMs free)
+    two = triton_backend._combine_reserve(True, 64, 264, cuda)  # 264 behind 64
     assert (one, two) == (116736, 77824)
     # with the 1 KB the hardware adds per program: one per SM fits, two do not; two fit, three do not
     assert one + 1024 <= 233472 < 2 * (one + 1024) and 2 * (two + 1024) <= 233472 < 3 * (two + 1024)

@@ -6,7 +6,8 @@ ones pack onto those SMs as many as fit and then merge there, one SM doing the w
 programs on 132 SMs PDL lost (0.75-0.98x, session 20), and at T=4 the PDL combine still costs 2.4-2.6 us
 (session 22, call 5). Call 1 capped them by warps (16 or 32 a program): slower everywhere, with or without
 PDL (the merge itself got slower). This caps them by shared memory instead: each program reserves R bytes
-(runtime/triton_backend._combine_reserve; the kernel is unchanged), so at most 227 KB / R fit on an SM.
+(runtime/triton_backend._combine_reserve; the kernel is unchanged), so at most 228 KB / (R + 1 KB) fit on an
+SM.
 
 For each suite row given (formats x heads x tokens) whose tuned config splits the top-k into a combine
 kernel: forced (PDL, R) pairs and the runtime's current choice; each checked against the reference
