@@ -174,6 +174,12 @@ class _Kernel:
         return compiled
 
 
+def combine_columns(splits: int, d_v: int) -> int:
+    """Output columns per combine program (its grid: tokens x heads x d_v / this): its [splits x columns]
+    tile of partials stays at 8K floats."""
+    return max(16, min(d_v, 8192 // next_pow2(splits)))
+
+
 def _pdl(config: Config, grid: int, combine_grid: int, device: torch.device) -> bool:
     """Whether the combine kernel (``combine_grid`` programs) is launched as a programmatic dependent (PDL,
     sm90 and later) of the attention kernel (``grid`` programs): for a Gluon kernel (which lets it launch
@@ -284,7 +290,7 @@ class TritonLaunch:
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
         fused = S > 1 and _fused(config, T, H)
-        block_dv = max(16, min(spec.d_v, 8192 // next_pow2(S)))  # the combine's columns per program
+        block_dv = combine_columns(S, spec.d_v)
         combine_grid = T * H * (spec.d_v // block_dv)
         pdl = S > 1 and not fused and _pdl(config, grid, combine_grid, q.device)
         # The workspace: o_part (split-K), lse_part (split-K; its place also locates the

@@ -24,7 +24,6 @@ import torch
 import sparsemla.runtime.api as api
 import sparsemla.runtime.triton_backend as tb
 from sparsemla.gen.gpu_measure import _calls, check, make_inputs, time_calls, timing_sets
-from sparsemla.gen.spec import next_pow2
 from sparsemla.gen.suite import SUITE_FORMATS, suite_spec
 from sparsemla.runtime.dispatch import select_config
 
@@ -85,8 +84,7 @@ def main():
                 if S < 2 or tb._fused(cfg, T, H):
                     continue
                 grid = T * -(-H // cfg.block_h) * S
-                block_dv = max(16, min(spec.d_v, 8192 // next_pow2(S)))
-                combine_grid = T * H * (spec.d_v // block_dv)
+                combine_grid = T * H * (spec.d_v // tb.combine_columns(S, spec.d_v))
                 rule_pdl = _pdl_rule(cfg, grid, combine_grid, dev)
                 rule = (rule_pdl, _reserve_rule(rule_pdl, grid, combine_grid, dev) // 1024)
                 cands = pairs + [rule] * (rule not in pairs)
