@@ -9,6 +9,9 @@ that the old template can express, from both, for the table's arch (no GPU neede
   python benchmarks/ptx_same.py tuned/NVIDIA_H200/sparse_mla.json --old-rev 11c3a0e^
 
 ``--gluon`` does the same for the table's Gluon entries (Config.gluon) and the Gluon template.
+``--combine`` also compares the split-K combine kernel of every spec in the table (2, 16 and 32 splits, with
+and without PDL); ``--new-default NAME=VALUE`` gives a constexpr the new template's combine added at the
+value the runtime passes.
 """
 from __future__ import annotations
 
@@ -53,11 +56,18 @@ def main() -> int:
     ap.add_argument("--old-default", action="append", default=[], metavar="NAME=VALUE",
                     help="a name the old template reads that the context no longer has (a removed option), "
                          "at the value the entries ran with (True/False/int)")
+    ap.add_argument("--combine", action="store_true", help="also the combine kernel of every spec")
+    ap.add_argument("--new-default", action="append", default=[], metavar="NAME=VALUE",
+                    help="with --combine: a constexpr the new combine takes, at the runtime's value")
     args = ap.parse_args()
-    old_defaults = {}
-    for arg in args.old_default:
-        name, value = arg.split("=", 1)
-        old_defaults[name] = {"True": True, "False": False}.get(value, int(value) if value.isdigit() else value)
+
+    def values(pairs):
+        out = {}
+        for arg in pairs:
+            name, value = arg.split("=", 1)
+            out[name] = {"True": True, "False": False}.get(value, int(value) if value.isdigit() else value)
+        return out
+    old_defaults, new_defaults = values(args.old_default), values(args.new_default)
     from sparsemla.gen import render
     from sparsemla.gen.compile_check import compile_module
     from sparsemla.gen.gluon import GluonKernel
@@ -93,7 +103,47 @@ def main() -> int:
         differ += not ok
         print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}: {'same' if ok else 'DIFFERENT'}", flush=True)
     print(f"{same} same, {differ} different of {len(variants)} variants")
+    if args.combine and not args.gluon:
+        c_same, c_differ = _combine_same(table, old_text, old_defaults, new_defaults)
+        same, differ = same + c_same, differ + c_differ
+        print(f"combine: {c_same} same, {c_differ} different")
     return 1 if differ else 0
+
+
+def _combine_same(table, old_text, old_defaults, new_defaults) -> tuple[int, int]:
+    """The combine kernel's PTX from both templates, per spec of the table, split count and PDL."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from sparsemla.gen import render
+    from sparsemla.gen.compile_check import ARCHS, _signature
+    from sparsemla.gen.spec import KernelSpec, next_pow2
+
+    same = differ = 0
+    for i, key in enumerate(sorted(table["entries"]), 1):
+        spec = KernelSpec.from_key(key)
+        ctx = dict(spec.template_context(), spec=spec, spec_key=spec.key, version="check")
+        old = _module(render._env().from_string(old_text).render(**{**old_defaults, **ctx}), f"old_c{i}")
+        new = _module(render.render_source(spec), f"new_c{i}")
+        for splits in (2, 16, 32):
+            for pdl in (False, True):
+                ptx = []
+                for mod, extra in ((old, {}), (new, new_defaults)):
+                    consts = dict(NUM_SPLITS=splits, SPLITS_P2=next_pow2(splits),
+                                  BLOCK_DV=max(16, min(spec.d_v, 8192 // next_pow2(splits))), PDL=pdl, **extra)
+                    fn = mod.sparse_mla_combine
+                    sig, attrs = _signature(fn, spec, consts)
+                    compiled = triton.compile(ASTSource(fn, sig, consts, attrs),
+                                              target=GPUTarget("cuda", ARCHS[spec.arch].cc, 32),
+                                              options={"num_warps": 4})
+                    ptx.append(_strip_debug(compiled.asm["ptx"]))
+                ok = ptx[0] == ptx[1]
+                same += ok
+                differ += not ok
+                print(f"[combine {i}/{len(table['entries'])}] {key} s{splits} pdl={pdl}: "
+                      f"{'same' if ok else 'DIFFERENT'}", flush=True)
+    return same, differ
 
 
 if __name__ == "__main__":

@@ -147,9 +147,8 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
                           options=options)
 
 
-def sass_opcode_counts(cubin: bytes, opcodes=("HGMMA", "HMMA", "LDGSTS", "STL", "LDL")) -> dict[str, int]:
-    """How many instructions of each opcode the cubin's SASS holds (Triton's bundled cuobjdump):
-    HGMMA is Hopper's warpgroup MMA, HMMA the older per-warp MMA, LDGSTS cp.async, STL/LDL spills."""
+def sass_text(cubin: bytes) -> str:
+    """The cubin's SASS, as Triton's bundled cuobjdump prints it."""
     from triton import knobs
 
     cuobjdump = knobs.nvidia.cuobjdump.path
@@ -157,7 +156,13 @@ def sass_opcode_counts(cubin: bytes, opcodes=("HGMMA", "HMMA", "LDGSTS", "STL", 
         path = os.path.join(d, "k.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        sass = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True, check=True).stdout
+        return subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True, check=True).stdout
+
+
+def sass_opcode_counts(cubin: bytes, opcodes=("HGMMA", "HMMA", "LDGSTS", "STL", "LDL")) -> dict[str, int]:
+    """How many instructions of each opcode the cubin's SASS holds: HGMMA is Hopper's warpgroup MMA, HMMA
+    the older per-warp MMA, LDGSTS cp.async, STL/LDL spills."""
+    sass = sass_text(cubin)
     ops = re.findall(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9]*)", sass, re.M)
     return {op: sum(1 for o in ops if o == op) for op in opcodes}
 

@@ -32,6 +32,10 @@ _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 # SPARSEMLA_FUSED_COMBINE=0: split-K partials always go to the combine kernel; by default a Gluon kernel of
 # full 64-head programs with 2 splits merges them itself (``_fused``).
 _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
+# The combine kernel's PARTS_FIRST: its partials' and LSEs' loads issued together, one L2 round trip after the
+# PDL wait instead of two (session 23, read from the SASS; not yet timed on the GPU, so off:
+# benchmarks/calls/combine_parts_first.py times it).
+_COMBINE_PARTS_FIRST = False
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -338,7 +342,8 @@ class TritonLaunch:
         comb.fixed(*lse_strides, H)
         s_p2 = next_pow2(S)
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
-                               dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl),
+                               dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl,
+                                    PARTS_FIRST=_COMBINE_PARTS_FIRST),
                                dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)
 
     def _attach_workspace(self) -> None:

@@ -65,9 +65,13 @@ def test_formats_against_reference(case, dtype, splits, prefetch, exchange, l2):
     _check(t_out, t_lse, ref_out, ref_lse, dtype, empty_rows=(2, 3))
 
 
-# (8 splits of a top-k of 40 in 16-key tiles: splits 3-7 start past the list and merge as empty partials)
-@pytest.mark.parametrize("splits", [1, 2, 8])
-def test_sinks_including_infinite(splits):
+# (8 splits of a top-k of 40 in 16-key tiles: splits 3-7 start past the list and merge as empty partials;
+# parts_first: the combine kernel's PARTS_FIRST, runtime/triton_backend._COMBINE_PARTS_FIRST)
+@pytest.mark.parametrize("splits,parts_first", [(1, False), (2, False), (8, False), (2, True), (8, True)])
+def test_sinks_including_infinite(splits, parts_first, monkeypatch):
+    from sparsemla.runtime import api, triton_backend
+    monkeypatch.setattr(triton_backend, "_COMBINE_PARTS_FIRST", parts_first)
+    api.clear_call_cache()  # (a prepared launch keeps the combine it was made with)
     gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
     T, H, topk, slots, d_qk = 3, 20, 40, 128, 576  # H not a multiple of the head block
     cache, kw, deq = make_cache("auto", d_qk, slots, None, torch.float32, gen)

@@ -111,7 +111,7 @@ def test_sass_shows_which_mma_each_variant_runs_on():
 _GLUON_SASS_SCRIPT = """
 import json
 from dataclasses import replace
-from sparsemla.gen.compile_check import compile_kernel, sass_opcode_counts
+from sparsemla.gen.compile_check import compile_kernel, sass_opcode_counts, sass_text
 from sparsemla.gen.spec import Config, KernelSpec
 out = {}
 for fmt, kw in (("auto", {}), ("fp8_ds_mla", dict(page_size=64))):
@@ -159,11 +159,14 @@ for on in (False, True):
                               "sm90", pdl=on)
     pdl[f"fwd {on}"] = compiled.asm["ptx"].count("griddepcontrol.launch_dependents")
     fn = load_compilable_module(spec).sparse_mla_combine
-    consts = dict(NUM_SPLITS=16, SPLITS_P2=16, BLOCK_DV=512, PDL=on)
+    consts = dict(NUM_SPLITS=16, SPLITS_P2=16, BLOCK_DV=512, PDL=on, PARTS_FIRST=on)
     sig, attrs = _signature(fn, spec, consts)
     compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": 4})
     pdl[f"combine {on}"] = compiled.asm["ptx"].count("griddepcontrol.wait")
+    # PARTS_FIRST (here with PDL): global loads in the SASS before the first max of the LSEs' math
+    sass = sass_text(compiled.asm["cubin"])
+    pdl[f"combine loads {on}"] = sass.split("FMNMX", 1)[0].count("LDG")
 # the split-K combine in the kernel (FUSED, the split count; runtime/triton_backend._fused): tickets and counts of
 # partials written by atomics (release after a partition's stores, acquire before the last split reads them)
 fused = {}
@@ -226,6 +229,9 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     # PDL: one launch_dependents at the Gluon kernel's start, a wait before the combine reads partials
     assert pdl["fwd True"] >= 1 and pdl["combine True"] >= 1, pdl
     assert pdl["fwd False"] == 0 and pdl["combine False"] == 0, pdl
+    # PARTS_FIRST: the 16 x 512 partials (16 loads a thread) issued with the LSEs' loads, before their math;
+    # without it only the LSEs' loads come first, and the partials' wait for the LSEs to arrive
+    assert pdl["combine loads True"] >= 16 + pdl["combine loads False"] and pdl["combine loads False"] <= 6, pdl
     # FUSED: one release per writing partition (the wide kernel's A and B, the narrow kernel's M) and an
     # acquire spin for each; none without. Shared memory holds the accumulator for the merge, so no spills
     # with a bf16 cache, and with fp8 at most a few spill stores more than without FUSED (Triton 3.9's builds
