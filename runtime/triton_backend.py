@@ -34,8 +34,12 @@ _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
 # The combine kernel's PARTS_FIRST: its partials' and LSEs' loads issued together, one L2 round trip after the
 # PDL wait instead of two (session 23, read from the SASS; not yet timed on the GPU, so off:
-# benchmarks/calls/combine_parts_first.py times it).
+# benchmarks/calls/small_t_knobs.py times it).
 _COMBINE_PARTS_FIRST = False
+# The narrow Gluon kernel's STAGED_STORE: its output (or split-K partials) stored through a stage, 16 bytes a
+# thread (session 23, from the SASS and session 18's profile; not yet timed on the GPU, so off:
+# benchmarks/calls/small_t_knobs.py times it).
+_STAGED_STORE = False
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -318,7 +322,7 @@ class TritonLaunch:
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config))
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd,
-                               dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0),
+                               dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0, STAGED_STORE=_STAGED_STORE),
                                gluon_launch_options(gmod), q.device)
         else:
             self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
