@@ -119,6 +119,7 @@ def _combine_same(table, old_text, old_defaults, new_defaults) -> tuple[int, int
     from sparsemla.gen import render
     from sparsemla.gen.compile_check import ARCHS, _signature
     from sparsemla.gen.spec import KernelSpec, next_pow2
+    from sparsemla.runtime.triton_backend import combine_columns
 
     same = differ = 0
     for i, key in enumerate(sorted(table["entries"]), 1):
@@ -131,7 +132,7 @@ def _combine_same(table, old_text, old_defaults, new_defaults) -> tuple[int, int
                 ptx = []
                 for mod, extra in ((old, {}), (new, new_defaults)):
                     consts = dict(NUM_SPLITS=splits, SPLITS_P2=next_pow2(splits),
-                                  BLOCK_DV=max(16, min(spec.d_v, 8192 // next_pow2(splits))), PDL=pdl, **extra)
+                                  BLOCK_DV=combine_columns(splits, spec.d_v), PDL=pdl, **extra)
                     fn = mod.sparse_mla_combine
                     sig, attrs = _signature(fn, spec, consts)
                     compiled = triton.compile(ASTSource(fn, sig, consts, attrs),
