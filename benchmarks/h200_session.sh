@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# Prepared at the end of session 23, not yet run (session 23's last call, 6, is at 9bf98e7): the two knobs for
-# the small-T rows that are off in the runtime until timed (runtime/triton_backend._COMBINE_PARTS_FIRST, the
-# combine's loads issued together; _STAGED_STORE, the narrow Gluon kernel's output through a stage), each and
-# both against the shipped code on the T=1 and T=4 rows (benchmarks/calls/small_t_knobs.py; every variant is
-# checked against the reference first). If one wins, turn it on in the runtime, re-bench those rows beside
-# FlashInfer and merge them (benchmarks/merge_bench.py); the rest of the formats in the next call.
+# Session 24, call 2 (issue 7): the combine's PARTS_FIRST by the runtime's new rule (triton_backend._parts_first:
+# where the combine's grid has at most one program per SM; call 1, benchmarks/results/session24/README.md), and
+# STAGED_STORE removed. The narrow Gluon cases of gpu_correctness for two formats (T=6: its 4-split cases at
+# 16-32 heads take PARTS_FIRST), then every suite row it changes benched beside FlashInfer: T=1 at every head
+# count, T=4 at 16 and 32 heads. Merge the bench JSONs with benchmarks/merge_bench.py afterwards.
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-timeout 420 python3 benchmarks/calls/small_t_knobs.py --tokens 1,4 --formats bf16,bf16_nope,fp8 > "$OUT/small_t_knobs.log" 2>&1
-echo "== small_t_knobs bf16, NoPE, fp8 rc=$?"; sed -n '/^| format/,$p' "$OUT/small_t_knobs.log"
-grep "^| " "$OUT/small_t_knobs.log" | sort -u | head -30; grep -i "error\|Traceback" "$OUT/small_t_knobs.log" | head -5
-timeout 120 python3 benchmarks/calls/small_t_knobs.py --tokens 1 --heads 128,64 --formats model1,fp8_ds_mla \
-  > "$OUT/small_t_knobs_2.log" 2>&1
-echo "== small_t_knobs model1, fp8_ds_mla rc=$?"; grep "^| " "$OUT/small_t_knobs_2.log" | sort -u
+timeout 100 python3 benchmarks/gpu_correctness.py auto576 fp8_576 narrow > "$OUT/gpu_correctness_narrow.log" 2>&1
+echo "== gpu_correctness narrow rc=$?"; grep -c " ok$" "$OUT/gpu_correctness_narrow.log"
+grep "FAIL\|Error\|error:" "$OUT/gpu_correctness_narrow.log" | head -5; tail -1 "$OUT/gpu_correctness_narrow.log"
+rows=()
+for fmt in bf16 bf16_nope fp8 fp8_nope fp8_ds_mla model1; do rows+=("$fmt 16,32,64,128 1" "$fmt 16,32 4"); done
+bench_within 420 "" "${rows[@]}"
 pack_out

@@ -118,12 +118,11 @@ def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "s
 
 
 def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd",
-                   pdl: bool = False, fused: int = 0, staged_store: bool = False):
+                   pdl: bool = False, fused: int = 0):
     """``compile_kernel`` for a module already imported (e.g. one rendered from another revision of
     its template): the Triton module's ``kernel``, or a Gluon module's kernel, whose tiling is fixed
     (``pdl``: as the runtime launches it when the combine is its programmatic dependent; ``fused``: the
-    split count whose partials the kernel merges itself, the template's FUSED, 0 for the combine kernel;
-    ``staged_store``: the template's STAGED_STORE)."""
+    split count whose partials the kernel merges itself, the template's FUSED, 0 for the combine kernel)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -131,9 +130,8 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
     if config.gluon:
         from triton.experimental.gluon._runtime import GluonASTSource
         fn, source = mod.sparse_mla_fwd_gluon, GluonASTSource
-        constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "PDL": pdl, "FUSED": fused,
-                      "STAGED_STORE": staged_store}
-        constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}  # (older templates lack some)
+        constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "PDL": pdl, "FUSED": fused}
+        constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}  # (older templates: no PDL, FUSED)
         from .gluon import gluon_launch_options
         options = gluon_launch_options(mod)
     else:

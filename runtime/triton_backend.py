@@ -32,14 +32,9 @@ _PDL = os.environ.get("SPARSEMLA_PDL", "1") != "0"
 # SPARSEMLA_FUSED_COMBINE=0: split-K partials always go to the combine kernel; by default a Gluon kernel of
 # full 64-head programs with 2 splits merges them itself (``_fused``).
 _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
-# The combine kernel's PARTS_FIRST: its partials' and LSEs' loads issued together, one L2 round trip after the
-# PDL wait instead of two (session 23, read from the SASS; not yet timed on the GPU, so off:
-# benchmarks/calls/small_t_knobs.py times it).
-_COMBINE_PARTS_FIRST = False
-# The narrow Gluon kernel's STAGED_STORE: its output (or split-K partials) stored through a stage, 16 bytes a
-# thread (session 23, from the SASS and session 18's profile; not yet timed on the GPU, so off:
-# benchmarks/calls/small_t_knobs.py times it).
-_STAGED_STORE = False
+# SPARSEMLA_PARTS_FIRST=0: the combine kernel never takes PARTS_FIRST; by default it does where its grid has
+# at most one program per SM (``_parts_first``).
+_PARTS_FIRST = os.environ.get("SPARSEMLA_PARTS_FIRST", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -230,6 +225,18 @@ def _combine_reserve(pdl: bool, grid: int, combine_grid: int, device: torch.devi
     return props.shared_memory_per_multiprocessor // (per_sm + 1)
 
 
+def _parts_first(combine_grid: int, device: torch.device) -> bool:
+    """Whether the combine kernel takes PARTS_FIRST (its partials' and LSEs' loads issued together as volatile
+    loads, one L2 round trip instead of two: after the LSEs' loads, ptxas otherwise holds the partials' behind
+    the LSEs' max): where its grid (``combine_grid`` programs) has at most one program per SM, so each merge is
+    one program's latency. H200, session 24 (benchmarks/results/session24/README.md, call 1): with 32-128
+    programs 0.997-1.085x in 20 rows (T = 1, 4; bf16 T=1 H=16 8.10 -> 7.47 us), with 256-512 programs
+    0.973-0.984x in all 8 rows. Under the interpreter it is off (tests pass PARTS_FIRST themselves)."""
+    if not _PARTS_FIRST or device.type != "cuda" or interpreting():
+        return False
+    return combine_grid <= torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
     """Let a compiled kernel launch with ``nbytes`` of dynamic shared memory (above 48 KB it must opt in)."""
     import ctypes
@@ -322,7 +329,7 @@ class TritonLaunch:
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config))
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd,
-                               dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0, STAGED_STORE=_STAGED_STORE),
+                               dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0),
                                gluon_launch_options(gmod), q.device)
         else:
             self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
@@ -331,12 +338,14 @@ class TritonLaunch:
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if S > 1 and not fused:
-            self._combine_kernel(mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl)
+            self._combine_kernel(mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl,
+                                 _parts_first(combine_grid, q.device))
             self.combine.reserve = _combine_reserve(pdl, grid, combine_grid, q.device)
         if self.ws_numel:
             self._attach_workspace()
 
-    def _combine_kernel(self, mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl: bool) -> None:
+    def _combine_kernel(self, mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl: bool,
+                        parts_first: bool) -> None:
         comb = _Args()
         comb.fixed(None, None)  # o_part, lse_part, set by _attach_workspace
         comb.per_call(_SINK, attn_sink is not None)
@@ -347,7 +356,7 @@ class TritonLaunch:
         s_p2 = next_pow2(S)
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
                                dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl,
-                                    PARTS_FIRST=_COMBINE_PARTS_FIRST),
+                                    PARTS_FIRST=parts_first),
                                dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)
 
     def _attach_workspace(self) -> None:

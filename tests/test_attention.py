@@ -66,11 +66,11 @@ def test_formats_against_reference(case, dtype, splits, prefetch, exchange, l2):
 
 
 # (8 splits of a top-k of 40 in 16-key tiles: splits 3-7 start past the list and merge as empty partials;
-# parts_first: the combine kernel's PARTS_FIRST, runtime/triton_backend._COMBINE_PARTS_FIRST)
+# parts_first: the combine kernel's PARTS_FIRST, forced here: runtime/triton_backend._parts_first takes it on a GPU)
 @pytest.mark.parametrize("splits,parts_first", [(1, False), (2, False), (8, False), (2, True), (8, True)])
 def test_sinks_including_infinite(splits, parts_first, monkeypatch):
     from sparsemla.runtime import api, triton_backend
-    monkeypatch.setattr(triton_backend, "_COMBINE_PARTS_FIRST", parts_first)
+    monkeypatch.setattr(triton_backend, "_parts_first", lambda combine_grid, device: parts_first)
     api.clear_call_cache()  # (a prepared launch keeps the combine it was made with)
     gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
     T, H, topk, slots, d_qk = 3, 20, 40, 128, 576  # H not a multiple of the head block

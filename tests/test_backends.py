@@ -446,6 +446,23 @@ def test_a_pdl_combine_reserves_shared_memory_so_its_early_programs_spread(monke
     assert triton_backend._combine_reserve(False, 128, 128, cuda) == 0  # launched after the grid: nothing to cap
 
 
+def test_the_combine_issues_its_loads_together_where_it_has_one_program_per_sm(monkeypatch):
+    # runtime/triton_backend._parts_first: PARTS_FIRST where the combine's grid has at most one program per SM
+    # (H200, session 24: faster with 32-128 programs, slower with 256-512), on a GPU only.
+    props = types.SimpleNamespace(multi_processor_count=132)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
+    monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
+    cuda = torch.device("cuda", 0)
+    assert triton_backend._parts_first(32, cuda) and triton_backend._parts_first(132, cuda)
+    assert not triton_backend._parts_first(133, cuda) and not triton_backend._parts_first(256, cuda)
+    assert not triton_backend._parts_first(32, torch.device("cpu"))
+    monkeypatch.setattr(triton_backend, "_PARTS_FIRST", False)  # SPARSEMLA_PARTS_FIRST=0
+    assert not triton_backend._parts_first(32, cuda)
+    monkeypatch.setattr(triton_backend, "_PARTS_FIRST", True)
+    monkeypatch.setattr(triton_backend, "interpreting", lambda: True)
+    assert not triton_backend._parts_first(32, cuda)
+
+
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):
     # runtime/triton_backend._fused: the last split of each token and head block merges the partials in the
     # Gluon kernel (no combine kernel) for 64-head programs, none masked, with 2 splits (H200, session 21:

@@ -1,4 +1,7 @@
-"""Issue 7 experiment (prepared in session 23, not yet run): two knobs for the small-T rows, off in the runtime.
+"""Issue 7 experiment (prepared in session 23, run as session 24's call 1 at 1a3c233, where the two knobs below
+were module flags of runtime/triton_backend; results: benchmarks/results/session24/README.md). Since then
+STAGED_STORE is removed (0.93-0.95x everywhere) and PARTS_FIRST is the runtime's rule (``_parts_first``: where
+the combine's grid has at most one program per SM), so this script runs only at 1a3c233.
 
 - The combine kernel's PARTS_FIRST (``triton_backend._COMBINE_PARTS_FIRST``). Read from its SASS (Triton 3.6,
   sm_90a): after the PDL wait the combine loads the LSEs, and the first max over them stalls the warp until
