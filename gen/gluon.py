@@ -121,6 +121,10 @@ class GluonKernel:
     # (Measured on the H200 and removed in session 19, see DEVELOPERS.md: early_free, the narrow kernel's
     # P.V in halves; defer_pv, the wide kernel's B leaving its P.V running into the next tile's S;
     # two_consumers, FlashMLA's producer and two consumers. Commit 31ae2ae has their code.)
+    # The wide kernel with a bf16 cache as a persistent kernel (session 24): one program per SM loops over the
+    # units (token, head block, split), taking a ``num_units`` argument after ``num_splits``; the next unit's
+    # tile 0 and Q load under the current unit's tail. Not with FUSED (the runtime's _fused) or profile.
+    persistent: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -144,14 +148,18 @@ class GluonKernel:
         if self.p_regs and self.narrow:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, p_regs=True: "
                              "expected block_h 64 (the narrow kernel's P is wgmma's B operand, read from shared memory)")
+        if self.persistent and (self.narrow or self.spec.kv_format != "auto" or not self.q_async or self.profile
+                                or self.q_by_compute):
+            raise ValueError(f"no persistent Gluon kernel for {self.spec.key} with block_h={self.block_h}: expected "
+                             "block_h 64, a bf16 cache, Q by cp.async before the partitions, and no profile")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
 
     @classmethod
-    def for_config(cls, spec: KernelSpec, config) -> "GluonKernel":
-        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
+    def for_config(cls, spec: KernelSpec, config, persistent: bool = False) -> "GluonKernel":
+        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages, persistent=persistent)
 
     @property
     def narrow(self) -> bool:
@@ -164,7 +172,7 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
-                 ("ql", not self.q_async), ("prof", self.profile)]
+                 ("ql", not self.q_async), ("ps", self.persistent), ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
     @property
@@ -178,4 +186,5 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs, q_async=self.q_async, profile=self.profile, sync_floats=SYNC_FLOATS)
+                    p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, profile=self.profile,
+                    sync_floats=SYNC_FLOATS)

@@ -35,6 +35,9 @@ _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
 # SPARSEMLA_PARTS_FIRST=0: the combine kernel never takes PARTS_FIRST; by default it does where its grid has
 # at most one program per SM (``_parts_first``).
 _PARTS_FIRST = os.environ.get("SPARSEMLA_PARTS_FIRST", "1") != "0"
+# SPARSEMLA_PERSISTENT=1: the wide Gluon kernel with a bf16 cache runs persistent where its units outnumber the
+# SMs (``_persistent``; session 24, off until timed on the GPU).
+_PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "0") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -237,6 +240,17 @@ def _parts_first(combine_grid: int, device: torch.device) -> bool:
     return combine_grid <= torch.cuda.get_device_properties(device).multi_processor_count
 
 
+def _persistent(spec: KernelSpec, config: Config, units: int, device: torch.device) -> bool:
+    """Whether the attention kernel runs as the Gluon template's persistent variant (one program per SM looping
+    over the ``units`` (token, head block, split); the next unit's tile 0 and Q load under the current unit's
+    tail): for the wide kernel with a bf16 cache and no split-K, where the units outnumber the SMs (fewer units
+    leave nothing to overlap). Off unless SPARSEMLA_PERSISTENT=1 (session 24: not yet timed)."""
+    if not (_PERSISTENT and config.gluon and config.block_h == 64 and config.num_splits == 1
+            and spec.kv_format == "auto" and device.type == "cuda") or interpreting():
+        return False
+    return units > torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
     """Let a compiled kernel launch with ``nbytes`` of dynamic shared memory (above 48 KB it must opt in)."""
     import ctypes
@@ -305,6 +319,7 @@ class TritonLaunch:
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
         fused = S > 1 and _fused(config, T, H)
+        persistent = _persistent(spec, config, grid, q.device)
         block_dv = combine_columns(S, spec.d_v)
         combine_grid = T * H * (spec.d_v // block_dv)
         pdl = S > 1 and not fused and _pdl(config, grid, combine_grid, q.device)
@@ -322,13 +337,15 @@ class TritonLaunch:
             else:
                 fwd.per_call(_Q)
         fwd.per_call(_SCALE)
-        fwd.fixed(H, S, *flags)
+        fwd.fixed(H, S, *([grid] if persistent else []), *flags)  # (the persistent kernel: its unit count)
         if config.gluon:  # same arguments; its tiling is fixed in its module
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
-            gmod = load_module(GluonKernel.for_config(spec, config))
-            self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (grid,), fwd,
+            gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent))
+            programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
+                else grid
+            self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
                                dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0),
                                gluon_launch_options(gmod), q.device)
         else:
