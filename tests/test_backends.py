@@ -463,6 +463,25 @@ def test_the_combine_issues_its_loads_together_where_it_has_one_program_per_sm(m
     assert not triton_backend._parts_first(32, cuda)
 
 
+def test_the_persistent_kernel_takes_wide_bf16_grids_with_more_units_than_sms(monkeypatch):
+    # runtime/triton_backend._persistent: the wide Gluon kernel with a bf16 cache and no split-K, where its units
+    # outnumber the SMs; only when turned on (SPARSEMLA_PERSISTENT=1) and on a GPU.
+    props = types.SimpleNamespace(multi_processor_count=132)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
+    monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
+    monkeypatch.setattr(triton_backend, "_PERSISTENT", True)
+    cuda, wide = torch.device("cuda", 0), Config(64, 64, 1, 8, 2, gluon=True)
+    bf16, fp8 = KernelSpec(arch="sm90"), KernelSpec(kv_format="fp8_e4m3", page_size=16, arch="sm90")
+    assert triton_backend._persistent(bf16, wide, 133, cuda) and not triton_backend._persistent(bf16, wide, 132, cuda)
+    assert not triton_backend._persistent(fp8, wide, 256, cuda)
+    assert not triton_backend._persistent(bf16, Config(64, 64, 2, 8, 2, gluon=True), 256, cuda)  # split-K
+    assert not triton_backend._persistent(bf16, Config(16, 64, 1, 8, 2, gluon=True), 256, cuda)  # narrow
+    assert not triton_backend._persistent(bf16, Config(64, 64, 1, 8, 2), 256, cuda)  # the Triton kernel
+    assert not triton_backend._persistent(bf16, wide, 256, torch.device("cpu"))
+    monkeypatch.setattr(triton_backend, "_PERSISTENT", False)
+    assert not triton_backend._persistent(bf16, wide, 256, cuda)
+
+
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):
     # runtime/triton_backend._fused: the last split of each token and head block merges the partials in the
     # Gluon kernel (no combine kernel) for 64-head programs, none masked, with 2 splits (H200, session 21:

@@ -141,6 +141,15 @@ assert unit.q_regs == 4, unit.key
 compiled = compile_module(load_compilable_module(unit), spec, Config(64, 64, 1, 8, 2, gluon=True), "sm90")
 out["auto h64 qr4 pr"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                            setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
+# the persistent wide kernel (GluonKernel.persistent: one program per SM looping over units), with and without rope
+for d_qk in (576, 512):
+    spec = KernelSpec(d_qk=d_qk, num_heads=128, arch="sm90", has_sink=True, return_lse=True)
+    unit = GluonKernel(spec, 64, persistent=True)
+    assert "num_units" in load_compilable_module(unit).sparse_mla_fwd_gluon.arg_names, unit.key
+    compiled = compile_module(load_compilable_module(unit), spec, Config(64, 64, 1, 8, 2, gluon=True), "sm90")
+    out[f"auto h64 persistent {d_qk}"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                                              setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"),
+                                              shared=compiled.metadata.shared)
 # a profile build (clock stamps into a last, keyword argument; benchmarks/calls/gluon_timeline.py)
 unit = GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16, profile=True)
 compiled = compile_module(load_compilable_module(unit), unit.spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90")
@@ -247,6 +256,11 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     for fmt, c in counts.items():
         assert c["HGMMA"] > 0 and c["SYNCS"] > 0 and c["setmaxnreg"] > 0, (fmt, c)
         assert c["STL"] <= (0 if fmt.startswith("auto") else 4), (fmt, c)  # (the spill allowance above)
+    # the persistent kernel copies Q and gathers tile 0 in the partitions too (the next unit's), so it holds more
+    # cp.async than the one-unit kernel, and its shared memory fits one program per SM (227 KB)
+    for d_qk in (576, 512):
+        c = counts[f"auto h64 persistent {d_qk}"]
+        assert c["LDGSTS"] > counts["auto h64"]["LDGSTS"] and c["shared"] <= 227 * 1024, (d_qk, c)
     for bh in (64, 16):
         # Q by 16-byte cp.async in every kernel (one per thread per 1024 elements: the computing warp
         # group's 128 threads x 8); with a bf16 cache the gathers too

@@ -165,6 +165,14 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
         GluonKernel(KernelSpec(compute_dtype="fp16"))
     assert GluonKernel(KernelSpec(), q_regs=4).key == KernelSpec().key + "-gluon-qr4"
     assert GluonKernel(KernelSpec(), q_regs=4, p_regs=True).key == KernelSpec().key + "-gluon-qr4-pr"
+    # the persistent wide kernel: its own module, with the unit count as an argument; the wide bf16 kernel only
+    ps = GluonKernel(KernelSpec(), persistent=True)
+    assert ps.key == KernelSpec().key + "-gluon-qr4-ps"
+    assert "num_units" in render.render_source(ps) and "num_units" not in render.render_source(GluonKernel(KernelSpec()))
+    for bad in (dict(block_h=16), dict(spec=KernelSpec(kv_format="fp8_e4m3")), dict(profile=True),
+                dict(q_by_compute=True)):
+        with pytest.raises(ValueError, match="persistent"):
+            GluonKernel(**{"spec": KernelSpec(), **bad}, persistent=True)
     # A profile build (a diagnostic) takes its slots as a last, keyword argument
     prof = GluonKernel(KernelSpec(), 16, profile=True)
     assert prof.key.endswith("-prof")
