@@ -35,9 +35,9 @@ _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
 # SPARSEMLA_PARTS_FIRST=0: the combine kernel never takes PARTS_FIRST; by default it does where its grid has
 # at most one program per SM (``_parts_first``).
 _PARTS_FIRST = os.environ.get("SPARSEMLA_PARTS_FIRST", "1") != "0"
-# SPARSEMLA_PERSISTENT=1: the wide Gluon kernel with a bf16 cache runs persistent where its units outnumber the
-# SMs (``_persistent``; session 24, off until timed on the GPU).
-_PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "0") == "1"
+# SPARSEMLA_PERSISTENT=0: the attention kernel never runs persistent; by default the wide Gluon kernel with a
+# bf16 cache and rope does where its units fill at least 16 rounds of the SMs (``_persistent``).
+_PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -243,12 +243,14 @@ def _parts_first(combine_grid: int, device: torch.device) -> bool:
 def _persistent(spec: KernelSpec, config: Config, units: int, device: torch.device) -> bool:
     """Whether the attention kernel runs as the Gluon template's persistent variant (one program per SM looping
     over the ``units`` (token, head block, split); the next unit's tile 0 and Q load under the current unit's
-    tail): for the wide kernel with a bf16 cache and no split-K, where the units outnumber the SMs (fewer units
-    leave nothing to overlap). Off unless SPARSEMLA_PERSISTENT=1 (session 24: not yet timed)."""
+    tail): for the wide kernel with a bf16 cache, rope (d_qk 576) and no split-K, where the units fill at
+    least 16 rounds of the SMs. H200, session 24 (benchmarks/results/session24/README.md, call 3): with rope
+    1.031-1.038x at 4096 and 8192 units (prefill T=4096, H=64 and 128), 0.996-1.006x at 256-512 units; without
+    rope (d_qk 512) 0.958-1.013x, slower in four of five rows."""
     if not (_PERSISTENT and config.gluon and config.block_h == 64 and config.num_splits == 1
-            and spec.kv_format == "auto" and device.type == "cuda") or interpreting():
+            and spec.kv_format == "auto" and spec.d_qk == 576 and device.type == "cuda") or interpreting():
         return False
-    return units > torch.cuda.get_device_properties(device).multi_processor_count
+    return units >= 16 * torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:

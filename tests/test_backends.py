@@ -464,22 +464,24 @@ def test_the_combine_issues_its_loads_together_where_it_has_one_program_per_sm(m
 
 
 def test_the_persistent_kernel_takes_wide_bf16_grids_with_more_units_than_sms(monkeypatch):
-    # runtime/triton_backend._persistent: the wide Gluon kernel with a bf16 cache and no split-K, where its units
-    # outnumber the SMs; only when turned on (SPARSEMLA_PERSISTENT=1) and on a GPU.
+    # runtime/triton_backend._persistent: the wide Gluon kernel with a bf16 cache, rope and no split-K, where its
+    # units fill at least 16 rounds of the SMs (H200, session 24: faster at prefill sizes with rope, not at 256-512
+    # units or without rope); on a GPU, unless SPARSEMLA_PERSISTENT=0.
     props = types.SimpleNamespace(multi_processor_count=132)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
     monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
     monkeypatch.setattr(triton_backend, "_PERSISTENT", True)
     cuda, wide = torch.device("cuda", 0), Config(64, 64, 1, 8, 2, gluon=True)
     bf16, fp8 = KernelSpec(arch="sm90"), KernelSpec(kv_format="fp8_e4m3", page_size=16, arch="sm90")
-    assert triton_backend._persistent(bf16, wide, 133, cuda) and not triton_backend._persistent(bf16, wide, 132, cuda)
-    assert not triton_backend._persistent(fp8, wide, 256, cuda)
-    assert not triton_backend._persistent(bf16, Config(64, 64, 2, 8, 2, gluon=True), 256, cuda)  # split-K
-    assert not triton_backend._persistent(bf16, Config(16, 64, 1, 8, 2, gluon=True), 256, cuda)  # narrow
-    assert not triton_backend._persistent(bf16, Config(64, 64, 1, 8, 2), 256, cuda)  # the Triton kernel
-    assert not triton_backend._persistent(bf16, wide, 256, torch.device("cpu"))
-    monkeypatch.setattr(triton_backend, "_PERSISTENT", False)
-    assert not triton_backend._persistent(bf16, wide, 256, cuda)
+    assert triton_backend._persistent(bf16, wide, 16 * 132, cuda) and not triton_backend._persistent(bf16, wide, 2111, cuda)
+    assert not triton_backend._persistent(KernelSpec(d_qk=512, arch="sm90"), wide, 8192, cuda)  # no rope
+    assert not triton_backend._persistent(fp8, wide, 8192, cuda)
+    assert not triton_backend._persistent(bf16, Config(64, 64, 2, 8, 2, gluon=True), 8192, cuda)  # split-K
+    assert not triton_backend._persistent(bf16, Config(16, 64, 1, 8, 2, gluon=True), 8192, cuda)  # narrow
+    assert not triton_backend._persistent(bf16, Config(64, 64, 1, 8, 2), 8192, cuda)  # the Triton kernel
+    assert not triton_backend._persistent(bf16, wide, 8192, torch.device("cpu"))
+    monkeypatch.setattr(triton_backend, "_PERSISTENT", False)  # SPARSEMLA_PERSISTENT=0
+    assert not triton_backend._persistent(bf16, wide, 8192, cuda)
 
 
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):

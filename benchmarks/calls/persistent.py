@@ -1,4 +1,6 @@
-"""Issue 7 experiment (session 24): the wide Gluon kernel with a bf16 cache as a persistent kernel.
+"""Issue 7 experiment (session 24, call 3 at 2e13d2a, where runtime/triton_backend._persistent took the persistent
+kernel for every wide bf16 grid with more units than SMs when _PERSISTENT was set; its rule is narrower since):
+the wide Gluon kernel with a bf16 cache as a persistent kernel.
 
 One program per SM loops over the units (token, head block) u = pid, pid + programs, ...; A gathers the next
 unit's tile 0 under the current unit's last tile and B copies the next unit's Q under its P.V and output
