@@ -234,10 +234,12 @@ def _parts_first(combine_grid: int, device: torch.device) -> bool:
     the LSEs' max): where its grid (``combine_grid`` programs) has at most one program per SM, so each merge is
     one program's latency. H200, session 24 (benchmarks/results/session24/README.md, call 1): with 32-128
     programs 0.997-1.085x in 20 rows (T = 1, 4; bf16 T=1 H=16 8.10 -> 7.47 us), with 256-512 programs
-    0.973-0.984x in all 8 rows. Under the interpreter it is off (tests pass PARTS_FIRST themselves)."""
+    0.973-0.984x in all 8 rows. Only where it was measured, sm90; under the interpreter it is off (tests pass
+    PARTS_FIRST themselves)."""
     if not _PARTS_FIRST or device.type != "cuda" or interpreting():
         return False
-    return combine_grid <= torch.cuda.get_device_properties(device).multi_processor_count
+    props = torch.cuda.get_device_properties(device)
+    return props.major == 9 and combine_grid <= props.multi_processor_count
 
 
 def _persistent(spec: KernelSpec, config: Config, units: int, device: torch.device) -> bool:

@@ -448,14 +448,17 @@ def test_a_pdl_combine_reserves_shared_memory_so_its_early_programs_spread(monke
 
 def test_the_combine_issues_its_loads_together_where_it_has_one_program_per_sm(monkeypatch):
     # runtime/triton_backend._parts_first: PARTS_FIRST where the combine's grid has at most one program per SM
-    # (H200, session 24: faster with 32-128 programs, slower with 256-512), on a GPU only.
-    props = types.SimpleNamespace(multi_processor_count=132)
+    # (H200, session 24: faster with 32-128 programs, slower with 256-512), on sm90, where it was measured.
+    props = types.SimpleNamespace(major=9, multi_processor_count=132)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
     monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
     cuda = torch.device("cuda", 0)
     assert triton_backend._parts_first(32, cuda) and triton_backend._parts_first(132, cuda)
     assert not triton_backend._parts_first(133, cuda) and not triton_backend._parts_first(256, cuda)
     assert not triton_backend._parts_first(32, torch.device("cpu"))
+    props.major = 12
+    assert not triton_backend._parts_first(32, cuda)
+    props.major = 9
     monkeypatch.setattr(triton_backend, "_PARTS_FIRST", False)  # SPARSEMLA_PARTS_FIRST=0
     assert not triton_backend._parts_first(32, cuda)
     monkeypatch.setattr(triton_backend, "_PARTS_FIRST", True)
