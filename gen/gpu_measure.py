@@ -128,7 +128,8 @@ def reference_rows(kw: dict) -> tuple[list[int], object]:
     import sparsemla
     T = kw["q"].shape[0]
     sel = sorted({*range(min(T, 4)), *range(max(0, T - 4), T)})
-    sub = {k: (v[sel] if k in ("q", "indices", "extra_indices") else v) for k, v in kw.items()}
+    per_token = ("q", "indices", "extra_indices", "topk_length", "extra_topk_length")
+    sub = {k: (v[sel] if k in per_token else v) for k, v in kw.items()}
     return sel, sparsemla.sparse_mla(**sub, backend="torch")
 
 

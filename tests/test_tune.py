@@ -543,6 +543,12 @@ def test_check_flags_wrong_or_unwritten_output(monkeypatch):
     kw = make_inputs(spec, 3, "cpu", slots=128, poison=True)
     m = check(spec, Config(16, 16, 2, 4, 1), kw)
     assert m.ok and m.error < 1e-3, m
+    # per-token arguments are cut to the reference's tokens with q (10 tokens; the first and last four)
+    kw = make_inputs(spec, 10, "cpu", slots=128, poison=True)
+    kw["topk_length"] = torch.tensor([32, 0, 5, 17, 32, 3, 1, 0, 20, 9], dtype=torch.int32)
+    m = check(spec, Config(16, 16, 2, 4, 1), kw)
+    assert m.ok and m.error < 1e-3, m
+    kw = make_inputs(spec, 3, "cpu", slots=128, poison=True)
     from sparsemla.runtime import triton_backend
     monkeypatch.setattr(triton_backend, "run_triton", lambda *a, **k: None)  # writes nothing
     m = check(spec, Config(16, 16, 2, 4, 1), kw)
