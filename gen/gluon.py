@@ -123,8 +123,7 @@ class GluonKernel:
     # two_consumers, FlashMLA's producer and two consumers. Commit 31ae2ae has their code.)
     # The wide kernel with a bf16 cache as a persistent kernel (session 24): one program per SM loops over the
     # units (token, head block, split), taking a ``num_units`` argument after ``num_splits``; the next unit's
-    # tile 0 and Q load under the current unit's tail (Q's first q_regs x 64 columns, which S reads from
-    # registers, as soon as they are in registers). Not with FUSED (the runtime's _fused) or profile.
+    # tile 0 and Q load under the current unit's tail. Not with FUSED (the runtime's _fused) or profile.
     persistent: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
@@ -150,10 +149,9 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, p_regs=True: "
                              "expected block_h 64 (the narrow kernel's P is wgmma's B operand, read from shared memory)")
         if self.persistent and (self.narrow or self.spec.kv_format != "auto" or not self.q_async or self.profile
-                                or self.q_by_compute or not self.q_regs):
+                                or self.q_by_compute):
             raise ValueError(f"no persistent Gluon kernel for {self.spec.key} with block_h={self.block_h}: expected "
-                             "block_h 64, a bf16 cache, Q by cp.async before the partitions with its first columns "
-                             "in registers (q_regs; the next unit's go into their place early), and no profile")
+                             "block_h 64, a bf16 cache, Q by cp.async before the partitions, and no profile")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "

@@ -1,6 +1,7 @@
-"""Issue 7 experiment (session 24, call 6): the persistent wide kernel with Q's first 256 columns copied early
-(the next unit's go into Q's buffer as soon as this unit's are in registers; the rest once its last S is done)
-against the shipped non-persistent kernel, in ABBA order.
+"""Issue 7 experiment (session 24, call 6, at 1e0aae0): the persistent wide kernel with Q's first 256 columns copied
+early (the next unit's go into Q's buffer as soon as this unit's are in registers; the rest once its last S is
+done) against the shipped non-persistent kernel, in ABBA order. The early copy was no better and is reverted
+(benchmarks/results/session24/README.md); run at a later commit, this times the persistent kernel as it is.
 
 Call 5 (benchmarks/calls/wide_tiles.py) found that, in pairs timed shipped-then-persistent, two identical kernels
 (T=64 H=128 has 128 units, so both ran non-persistent) differed by up to 3%: the first of a pair runs faster. So
