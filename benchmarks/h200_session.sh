@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Session 24, call 6 (issue 7): the persistent wide kernel with Q's first 256 columns copied early, against the
-# shipped non-persistent kernel in ABBA order (benchmarks/calls/persistent_abba.py; call 5 found a first-of-a-pair
-# bias of up to 3%), on the wide bf16 rows from T=128 and the prefill rows; bf16 T=64 H=128 is the null row.
+# Session 24, call 7 (issue 7): correctness of the final tree's Gluon cases in three formats (gpu_correctness.py:
+# the wide kernel's 4-split cases at 16-32 heads and the narrow ones take the combine's PARTS_FIRST; T=6, so the
+# persistent kernel, whose own cases were call 3's, does not run here).
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-timeout 400 python3 benchmarks/calls/persistent_abba.py > "$OUT/persistent_abba.log" 2>&1
-echo "== persistent_abba rc=$?"; grep "Error\|error:" "$OUT/persistent_abba.log" | head; sed -n '/^| format/,$p' "$OUT/persistent_abba.log"
+timeout 300 python3 benchmarks/gpu_correctness.py auto576 fp8_576 ds_mla gluon > "$OUT/gpu_correctness_gluon.log" 2>&1
+echo "== gpu_correctness gluon rc=$?"; grep -c " ok$" "$OUT/gpu_correctness_gluon.log"
+grep "FAIL\|Error\|error:" "$OUT/gpu_correctness_gluon.log" | head -5; tail -1 "$OUT/gpu_correctness_gluon.log"
 pack_out
