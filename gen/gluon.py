@@ -125,6 +125,10 @@ class GluonKernel:
     # units (token, head block, split), taking a ``num_units`` argument after ``num_splits``; the next unit's
     # tile 0 and Q load under the current unit's tail. Not with FUSED (the runtime's _fused) or profile.
     persistent: bool = False
+    # The wide kernel's group A writes its output columns (without split-K) through a stage it is done with, as
+    # 16-byte stores of a row's adjacent columns, not its accumulators' 4-byte ones (session 24: session 18's
+    # profile had A's output take ~9.4K cycles of a ~111K-cycle program at T=128 H=128; not yet timed).
+    staged_out: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -152,14 +156,18 @@ class GluonKernel:
                                 or self.q_by_compute):
             raise ValueError(f"no persistent Gluon kernel for {self.spec.key} with block_h={self.block_h}: expected "
                              "block_h 64, a bf16 cache, Q by cp.async before the partitions, and no profile")
+        if self.staged_out and (self.narrow or self.persistent):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, staged_out=True: "
+                             "expected block_h 64, not persistent (its stages hold the next unit's tile 0 then)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
 
     @classmethod
-    def for_config(cls, spec: KernelSpec, config, persistent: bool = False) -> "GluonKernel":
-        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages, persistent=persistent)
+    def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False) -> "GluonKernel":
+        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages, persistent=persistent,
+                   staged_out=staged_out)
 
     @property
     def narrow(self) -> bool:
@@ -172,7 +180,8 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
-                 ("ql", not self.q_async), ("ps", self.persistent), ("prof", self.profile)]
+                 ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out),
+                 ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
     @property
@@ -186,5 +195,5 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
-                    p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, profile=self.profile,
-                    sync_floats=SYNC_FLOATS)
+                    p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
+                    profile=self.profile, sync_floats=SYNC_FLOATS)

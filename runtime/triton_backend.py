@@ -38,6 +38,9 @@ _PARTS_FIRST = os.environ.get("SPARSEMLA_PARTS_FIRST", "1") != "0"
 # SPARSEMLA_PERSISTENT=0: the attention kernel never runs persistent; by default the wide Gluon kernel with a
 # bf16 cache and rope does where its units fill at least 16 rounds of the SMs (``_persistent``).
 _PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "1") != "0"
+# The wide Gluon kernel's group A writes its output through a stage (GluonKernel.staged_out; session 24, off
+# until timed on the GPU: benchmarks/calls/staged_out.py).
+_STAGED_OUT = False
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -347,7 +350,8 @@ class TritonLaunch:
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
-            gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent))
+            staged_out = _STAGED_OUT and config.block_h == 64 and S == 1 and not persistent
+            gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out))
             programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
                 else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,

@@ -150,6 +150,16 @@ for d_qk in (576, 512):
     out[f"auto h64 persistent {d_qk}"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                                               setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"),
                                               shared=compiled.metadata.shared)
+# the wide kernel's output through a stage (GluonKernel.staged_out), bf16 and fp8_e4m3 (its scale)
+for fmt, kw in (("auto", {}), ("fp8_e4m3", dict(page_size=16))):
+    spec = KernelSpec(kv_format=fmt, num_heads=128, arch="sm90", has_sink=True, return_lse=True, **kw)
+    for so in (False, True):
+        compiled = compile_module(load_compilable_module(GluonKernel(spec, 64, staged_out=so)), spec,
+                                  Config(64, 64, 1, 8, 2, gluon=True), "sm90")
+        stg = [line for line in sass_text(compiled.asm["cubin"]).splitlines() if " STG" in line]
+        out[f"{fmt} h64 staged {so}"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                                             setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"), STG=len(stg),
+                                             STG128=sum(".128" in line for line in stg), shared=compiled.metadata.shared)
 # a profile build (clock stamps into a last, keyword argument; benchmarks/calls/gluon_timeline.py)
 unit = GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16, profile=True)
 compiled = compile_module(load_compilable_module(unit), unit.spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90")
@@ -261,6 +271,12 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     for d_qk in (576, 512):
         c = counts[f"auto h64 persistent {d_qk}"]
         assert c["LDGSTS"] > counts["auto h64"]["LDGSTS"] and c["shared"] <= 227 * 1024, (d_qk, c)
+    # staged_out: A's 64 x 384 output as 24 16-byte stores a thread (B's 128 columns stay 32 4-byte stores), none
+    # of 16 bytes without it; through a stage it is done with, so no more shared memory
+    for fmt in ("auto", "fp8_e4m3"):
+        off, on = counts[f"{fmt} h64 staged False"], counts[f"{fmt} h64 staged True"]
+        assert on["STG128"] == 24 and off["STG128"] == 0 and on["STG"] == off["STG"] - 96 + 24, (fmt, off, on)
+        assert on["shared"] == off["shared"], (fmt, off, on)
     for bh in (64, 16):
         # Q by 16-byte cp.async in every kernel (one per thread per 1024 elements: the computing warp
         # group's 128 threads x 8); with a bf16 cache the gathers too
