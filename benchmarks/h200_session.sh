@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Session 24, call 8 (issue 7): the wide Gluon kernel's group A writing its output through a stage
-# (GluonKernel.staged_out, off in the runtime): correctness against the float64 reference, then ABBA against the
-# shipped kernel on the wide rows without split-K (benchmarks/calls/staged_out.py).
+# Session 24, call 9 (issue 7): the suite's rows whose kernel the staged output changes (the wide Gluon kernel
+# without split-K, not persistent; call 8: 1.025-1.087x), benched beside FlashInfer, decode rows of every format
+# first, then the prefill rows, as far as the call's time goes. Merge the bench JSONs with
+# benchmarks/merge_bench.py afterwards; rows not reached keep their older measurement (a slower kernel).
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-timeout 300 python3 benchmarks/calls/staged_out.py > "$OUT/staged_out.log" 2>&1
-echo "== staged_out rc=$?"; grep "staged rel\|correctness:\|Error\|error:" "$OUT/staged_out.log" | head -12
-sed -n '/^| format/,$p' "$OUT/staged_out.log"
+bench_within 225 "" "bf16 64,128 64,128,256" "bf16_nope 64,128 64,128,256" "fp8 64,128 64,128,256" \
+  "fp8_nope 64,128 64,128,256" "model1 64,128 64,128,256" "fp8_ds_mla 64,128 64,128,256" "bf16_nope 64,128 4096" \
+  "fp8 64,128 4096" "fp8_nope 64,128 4096" "model1 64,128 4096" "fp8_ds_mla 64,128 4096"
 pack_out

@@ -38,9 +38,10 @@ _PARTS_FIRST = os.environ.get("SPARSEMLA_PARTS_FIRST", "1") != "0"
 # SPARSEMLA_PERSISTENT=0: the attention kernel never runs persistent; by default the wide Gluon kernel with a
 # bf16 cache and rope does where its units fill at least 16 rounds of the SMs (``_persistent``).
 _PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "1") != "0"
-# The wide Gluon kernel's group A writes its output through a stage (GluonKernel.staged_out; session 24, off
-# until timed on the GPU: benchmarks/calls/staged_out.py).
-_STAGED_OUT = False
+# SPARSEMLA_STAGED_OUT=0: the wide Gluon kernel's group A writes its output from its accumulators' layout; by
+# default, without split-K and not persistent, it writes through a stage (GluonKernel.staged_out; session 24,
+# benchmarks/results/session24/README.md, call 8: 1.025-1.087x in all 10 rows timed, ABBA).
+_STAGED_OUT = os.environ.get("SPARSEMLA_STAGED_OUT", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -259,6 +260,14 @@ def _persistent(spec: KernelSpec, config: Config, units: int, device: torch.devi
     return units >= 16 * torch.cuda.get_device_properties(device).multi_processor_count
 
 
+def _staged_out(config: Config, persistent: bool) -> bool:
+    """Whether the wide Gluon kernel's group A writes its output through a stage (GluonKernel.staged_out): without
+    split-K (partials keep the direct stores) and not persistent (its stages hold the next unit's first tile by
+    then). H200, session 24 (benchmarks/results/session24/README.md, call 8): 1.025-1.087x in all 10 rows timed
+    (bf16, NoPE and fp8_e4m3; T = 64-4096), ABBA order."""
+    return _STAGED_OUT and config.gluon and config.block_h == 64 and config.num_splits == 1 and not persistent
+
+
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
     """Let a compiled kernel launch with ``nbytes`` of dynamic shared memory (above 48 KB it must opt in)."""
     import ctypes
@@ -350,7 +359,7 @@ class TritonLaunch:
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
-            staged_out = _STAGED_OUT and config.block_h == 64 and S == 1 and not persistent
+            staged_out = _staged_out(config, persistent)
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out))
             programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
                 else grid

@@ -487,6 +487,19 @@ def test_the_persistent_kernel_takes_wide_bf16_grids_with_more_units_than_sms(mo
     assert not triton_backend._persistent(bf16, wide, 8192, cuda)
 
 
+def test_the_wide_kernel_writes_through_a_stage_without_split_k(monkeypatch):
+    # runtime/triton_backend._staged_out: the wide Gluon kernel without split-K and not persistent (H200, session
+    # 24: faster in every row timed), unless SPARSEMLA_STAGED_OUT=0.
+    monkeypatch.setattr(triton_backend, "_STAGED_OUT", True)
+    wide = Config(64, 64, 1, 8, 2, gluon=True)
+    assert triton_backend._staged_out(wide, False) and not triton_backend._staged_out(wide, True)
+    assert not triton_backend._staged_out(Config(64, 64, 2, 8, 2, gluon=True), False)  # split-K partials
+    assert not triton_backend._staged_out(Config(16, 64, 1, 8, 2, gluon=True), False)  # narrow
+    assert not triton_backend._staged_out(Config(64, 64, 1, 8, 2), False)  # the Triton kernel
+    monkeypatch.setattr(triton_backend, "_STAGED_OUT", False)  # SPARSEMLA_STAGED_OUT=0
+    assert not triton_backend._staged_out(wide, False)
+
+
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):
     # runtime/triton_backend._fused: the last split of each token and head block merges the partials in the
     # Gluon kernel (no combine kernel) for 64-head programs, none masked, with 2 splits (H200, session 21:
