@@ -23,11 +23,11 @@ from sparsemla.gen.spec import Config, KernelSpec, config_label
 OPCODES = ("HGMMA", "HMMA", "LDGSTS", "STL", "LDL")
 
 
-def resources(job: tuple[str, dict, str]) -> dict:
-    """Compile one (spec key, config, arch); the numbers, or the error."""
-    key, cfg, arch = job
+def resources(job: tuple[str, dict, str, dict]) -> dict:
+    """Compile one (spec key, config, arch, Gluon variant fields); the numbers, or the error."""
+    key, cfg, arch, variant = job
     try:
-        compiled = compile_kernel(KernelSpec.from_key(key), Config(**cfg), arch)
+        compiled = compile_kernel(KernelSpec.from_key(key), Config(**cfg), arch, **variant)
         regs, spills = _ptxas_resources(compiled.asm["ptx"], arch)
         return dict(shared=compiled.metadata.shared, regs=regs, spills=spills,
                     wgmma=len(re.findall(r"\bwgmma\.mma_async", compiled.asm["ptx"])),
@@ -36,30 +36,47 @@ def resources(job: tuple[str, dict, str]) -> dict:
         return dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
 
 
+def runtime_variant(spec: KernelSpec, cfg: Config, tokens: int, sms: int) -> dict:
+    """The GluonKernel fields the runtime sets for this config at ``tokens`` tokens on ``sms`` SMs."""
+    from sparsemla.runtime.triton_backend import _staged_out, persistent_for
+    if not cfg.gluon:
+        return {}
+    units = tokens * -(-spec.num_heads // cfg.block_h) * cfg.num_splits
+    persistent = persistent_for(spec, cfg, units, sms)
+    return {name: True for name, on in (("persistent", persistent), ("staged_out", _staged_out(cfg, persistent))) if on}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("table")
     ap.add_argument("--jobs", type=int, default=2, help="compile processes")
+    ap.add_argument("--sms", type=int, default=132, help="the table's GPU's SMs (the H200's 132), for the runtime's "
+                    "choice of the persistent kernel")
     args = ap.parse_args()
     import triton
 
     table = json.load(open(args.table))
     arch = KernelSpec.from_key(next(iter(table["entries"]))).arch
     entries = [(key, int(b), e) for key, buckets in table["entries"].items() for b, e in buckets.items()]
-    jobs = sorted({(key, json.dumps(e["config"], sort_keys=True)) for key, _, e in entries})
+    variants = {(key, b): runtime_variant(KernelSpec.from_key(key), Config(**e["config"]), b, args.sms)
+                for key, b, e in entries}
+    jobs = sorted({(key, json.dumps(e["config"], sort_keys=True), json.dumps(variants[key, b], sort_keys=True))
+                   for key, b, e in entries})
     with ProcessPoolExecutor(args.jobs) as pool:
-        done = dict(zip(jobs, pool.map(resources, [(k, json.loads(c), arch) for k, c in jobs])))
+        done = dict(zip(jobs, pool.map(resources, [(k, json.loads(c), arch, json.loads(v)) for k, c, v in jobs])))
     rows, count = [], dict(hgmma=0, hmma=0, other=0, spilling=0)
     for key, b, e in entries:
         spec = KernelSpec.from_key(key)
-        r = done[(key, json.dumps(e["config"], sort_keys=True))]
+        variant = variants[key, b]
+        r = done[(key, json.dumps(e["config"], sort_keys=True), json.dumps(variant, sort_keys=True))]
         count["hgmma" if r.get("HGMMA") else "hmma" if r.get("HMMA") else "other"] += 1
         count["spilling"] += r.get("spills", 0) > 0
         cells = ([r["error"]] + [""] * 8 if "error" in r else
                  [f"{r['shared'] / 1024:.0f}", str(r["regs"]), str(r["spills"]), str(r["wgmma"]),
                   *[str(r[o]) for o in OPCODES]])
         rows.append(((label(spec), spec.num_heads, b),
-                     f"| {label(spec)} | {b} | {spec.num_heads} | {config_label(e['config'])} | {e['backend']} | "
+                     f"| {label(spec)} | {b} | {spec.num_heads} | {config_label(e['config'])} | "
+                     f"{' '.join(sorted(variant)) or '-'} | {e['backend']} | "
                      + " | ".join(cells) + " |"))
     rows.sort()
     print(f"# What the compiler made of the configs in {args.table}\n\n"
@@ -68,15 +85,16 @@ def main() -> int:
           f"{table['provenance'].get('template_hash')}); `benchmarks/compile_report.py`. shared: KB per "
           f"block; regs and spills (bytes) from `ptxas -v`; wgmma: `wgmma.mma_async` in the PTX; the "
           f"rest are SASS opcodes: HGMMA (warpgroup MMA), HMMA (per-warp MMA), LDGSTS (cp.async), STL / "
-          f"LDL (spill stores and loads). backend: what the table dispatches to (a flashinfer entry keeps "
-          f"its Triton config for other callers).\n\n"
+          f"LDL (spill stores and loads). variant: the Gluon kernel's variant the runtime runs for the entry's "
+          f"bucket on {args.sms} SMs (persistent, staged_out: runtime/triton_backend). backend: what the table "
+          f"dispatches to (a flashinfer entry keeps its Triton config for other callers).\n\n"
           f"Entries whose kernel runs on HGMMA: {count['hgmma']}; on HMMA: {count['hmma']} (the Triton "
           f"kernel with block_h < 64: wgmma takes 64 rows per warp group, and heads are not padded to 64; "
           f"the narrow Gluon kernel puts them in wgmma's N); neither or not built: "
           f"{count['other']}. Entries that spill: {count['spilling']}.\n")
-    print("| format | T | H | config | backend | shared KB | regs | spills B | wgmma | "
+    print("| format | T | H | config | variant | backend | shared KB | regs | spills B | wgmma | "
           + " | ".join(OPCODES) + " |")
-    print("|" + "---|" * (9 + len(OPCODES)))
+    print("|" + "---|" * (10 + len(OPCODES)))
     for _, line in rows:
         print(line)
     return 0

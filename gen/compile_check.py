@@ -107,13 +107,14 @@ def compile_many(jobs, kernel: str = "sparse_mla_fwd") -> list[CompileReport]:
     return [CompileReport(**{**r, "config": Config(**r["config"])}) for r in out]
 
 
-def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd"):
+def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd", **variant):
     """Triton's compiled kernel (``.asm`` holds ttgir, ptx, cubin; ``.metadata.shared``) of
-    ``kernel`` of ``spec``'s module (its Gluon module for a gluon config) with ``config`` for
-    ``arch``; raises what the compiler raises. Not under the interpreter (see ``compile_many``)."""
+    ``kernel`` of ``spec``'s module (its Gluon module for a gluon config, with ``variant``'s GluonKernel fields,
+    e.g. staged_out=True) with ``config`` for ``arch``; raises what the compiler raises. Not under the
+    interpreter (see ``compile_many``)."""
     from .gluon import GluonKernel
     config.check(spec)
-    unit = GluonKernel.for_config(spec, config) if config.gluon else spec
+    unit = GluonKernel.for_config(spec, config, **variant) if config.gluon else spec
     return compile_module(load_compilable_module(unit), spec, config, arch, kernel)
 
 

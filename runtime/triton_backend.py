@@ -247,17 +247,22 @@ def _parts_first(combine_grid: int, device: torch.device) -> bool:
 
 
 def _persistent(spec: KernelSpec, config: Config, units: int, device: torch.device) -> bool:
+    """``persistent_for`` on ``device`` (a CUDA GPU; never under the interpreter)."""
+    if device.type != "cuda" or interpreting():
+        return False
+    return persistent_for(spec, config, units, torch.cuda.get_device_properties(device).multi_processor_count)
+
+
+def persistent_for(spec: KernelSpec, config: Config, units: int, sms: int) -> bool:
     """Whether the attention kernel runs as the Gluon template's persistent variant (one program per SM looping
     over the ``units`` (token, head block, split); the next unit's tile 0 and Q load under the current unit's
-    tail): for the wide kernel with a bf16 cache, rope (d_qk 576) and no split-K, where the units fill at
-    least 16 rounds of the SMs. H200, session 24 (benchmarks/results/session24/README.md): with rope at 4096 and
-    8192 units (prefill T=4096, H=64 and 128) 1.031-1.038x in call 3, and in the suite's bench against the
-    non-persistent kernel in the same call 1.006-1.011x (H=64) and 1.04-1.10x (H=128) in call 4; at 256-512 units
-    0.98-1.01x (calls 3, 6); without rope (d_qk 512) 0.96-1.01x, slower in most rows."""
-    if not (_PERSISTENT and config.gluon and config.block_h == 64 and config.num_splits == 1
-            and spec.kv_format == "auto" and spec.d_qk == 576 and device.type == "cuda") or interpreting():
-        return False
-    return units >= 16 * torch.cuda.get_device_properties(device).multi_processor_count
+    tail) on a GPU of ``sms`` SMs: for the wide kernel with a bf16 cache, rope (d_qk 576) and no split-K, where
+    the units fill at least 16 rounds of the SMs. H200, session 24 (benchmarks/results/session24/README.md): with
+    rope at 4096 and 8192 units (prefill T=4096, H=64 and 128) 1.031-1.038x in call 3, and in the suite's bench
+    against the non-persistent kernel in the same call 1.006-1.011x (H=64) and 1.04-1.10x (H=128) in call 4; at
+    256-512 units 0.98-1.01x (calls 3, 6); without rope (d_qk 512) 0.96-1.01x, slower in most rows."""
+    return (_PERSISTENT and config.gluon and config.block_h == 64 and config.num_splits == 1
+            and spec.kv_format == "auto" and spec.d_qk == 576 and units >= 16 * sms)
 
 
 def _staged_out(config: Config, persistent: bool) -> bool:
