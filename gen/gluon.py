@@ -126,8 +126,8 @@ class GluonKernel:
     # tile 0 and Q load under the current unit's tail. Not with FUSED (the runtime's _fused) or profile.
     persistent: bool = False
     # The wide kernel's group A writes its output columns (without split-K) through a stage it is done with, as
-    # 16-byte stores of a row's adjacent columns, not its accumulators' 4-byte ones (session 24: session 18's
-    # profile had A's output take ~9.4K cycles of a ~111K-cycle program at T=128 H=128; not yet timed).
+    # 16-byte stores of a row's adjacent columns, not its accumulators' 4-byte ones (session 24: 1.025-1.087x
+    # in the 10 rows timed; with persistent, through the last tile's stage: prepared, not yet timed).
     staged_out: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
@@ -156,9 +156,10 @@ class GluonKernel:
                                 or self.q_by_compute):
             raise ValueError(f"no persistent Gluon kernel for {self.spec.key} with block_h={self.block_h}: expected "
                              "block_h 64, a bf16 cache, Q by cp.async before the partitions, and no profile")
-        if self.staged_out and (self.narrow or self.persistent):
+        if self.staged_out and self.narrow:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, staged_out=True: "
-                             "expected block_h 64, not persistent (its stages hold the next unit's tile 0 then)")
+                             "expected block_h 64 (the narrow kernel's output went through a stage in session 23's "
+                             "STAGED_STORE, and lost)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "

@@ -151,10 +151,11 @@ for d_qk in (576, 512):
                                               setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"),
                                               shared=compiled.metadata.shared)
 # the wide kernel's output through a stage (GluonKernel.staged_out), bf16 and fp8_e4m3 (its scale)
-for fmt, kw in (("auto", {}), ("fp8_e4m3", dict(page_size=16))):
+for fmt, kw, ps in (("auto", {}, False), ("fp8_e4m3", dict(page_size=16), False), ("auto", {}, True)):
     spec = KernelSpec(kv_format=fmt, num_heads=128, arch="sm90", has_sink=True, return_lse=True, **kw)
+    fmt += " persistent" if ps else ""
     for so in (False, True):
-        compiled = compile_module(load_compilable_module(GluonKernel(spec, 64, staged_out=so)), spec,
+        compiled = compile_module(load_compilable_module(GluonKernel(spec, 64, persistent=ps, staged_out=so)), spec,
                                   Config(64, 64, 1, 8, 2, gluon=True), "sm90")
         stg = [line for line in sass_text(compiled.asm["cubin"]).splitlines() if " STG" in line]
         out[f"{fmt} h64 staged {so}"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
@@ -273,7 +274,7 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
         assert c["LDGSTS"] > counts["auto h64"]["LDGSTS"] and c["shared"] <= 227 * 1024, (d_qk, c)
     # staged_out: A's 64 x 384 output as 24 16-byte stores a thread (B's 128 columns stay 32 4-byte stores), none
     # of 16 bytes without it; through a stage it is done with, so no more shared memory
-    for fmt in ("auto", "fp8_e4m3"):
+    for fmt in ("auto", "fp8_e4m3", "auto persistent"):
         off, on = counts[f"{fmt} h64 staged False"], counts[f"{fmt} h64 staged True"]
         assert on["STG128"] == 24 and off["STG128"] == 0 and on["STG"] == off["STG"] - 96 + 24, (fmt, off, on)
         assert on["shared"] == off["shared"], (fmt, off, on)

@@ -173,13 +173,13 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
                 dict(q_by_compute=True)):
         with pytest.raises(ValueError, match="persistent"):
             GluonKernel(**{"spec": KernelSpec(), **bad}, persistent=True)
-    # the wide kernel's output through a stage: its own module; not narrow, not persistent
+    # the wide kernel's output through a stage: its own module, persistent or not; not the narrow kernel
     assert GluonKernel(KernelSpec(), staged_out=True).key == KernelSpec().key + "-gluon-qr4-so"
+    assert GluonKernel(KernelSpec(), persistent=True, staged_out=True).key == KernelSpec().key + "-gluon-qr4-ps-so"
     assert "_store_staged" in render.render_source(GluonKernel(KernelSpec(), staged_out=True))
     assert "_store_staged" not in render.render_source(GluonKernel(KernelSpec()))
-    for bad in (dict(block_h=16), dict(persistent=True)):
-        with pytest.raises(ValueError, match="staged_out"):
-            GluonKernel(**{"spec": KernelSpec(), **bad}, staged_out=True)
+    with pytest.raises(ValueError, match="staged_out"):
+        GluonKernel(KernelSpec(), 16, staged_out=True)
     # A profile build (a diagnostic) takes its slots as a last, keyword argument
     prof = GluonKernel(KernelSpec(), 16, profile=True)
     assert prof.key.endswith("-prof")
