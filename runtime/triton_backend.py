@@ -36,7 +36,7 @@ _FUSED = os.environ.get("SPARSEMLA_FUSED_COMBINE", "1") != "0"
 # at most one program per SM (``_parts_first``).
 _PARTS_FIRST = os.environ.get("SPARSEMLA_PARTS_FIRST", "1") != "0"
 # SPARSEMLA_PERSISTENT=0: the attention kernel never runs persistent; by default the wide Gluon kernel with a
-# bf16 cache and rope does where its units fill at least 16 rounds of the SMs (``_persistent``).
+# bf16 cache and rope does where its units fill at least 16 rounds of the SMs (``persistent_for``).
 _PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "1") != "0"
 # SPARSEMLA_STAGED_OUT=0: the wide Gluon kernel's group A writes its output from its accumulators' layout; by
 # default, without split-K and not persistent, it writes through a stage (GluonKernel.staged_out; session 24,
@@ -267,8 +267,8 @@ def persistent_for(spec: KernelSpec, config: Config, units: int, sms: int) -> bo
 
 def _staged_out(config: Config, persistent: bool) -> bool:
     """Whether the wide Gluon kernel's group A writes its output through a stage (GluonKernel.staged_out): without
-    split-K (partials keep the direct stores) and not persistent (its stages hold the next unit's first tile by
-    then). H200, session 24 (benchmarks/results/session24/README.md, call 8): 1.025-1.087x in all 10 rows timed
+    split-K (partials keep the direct stores) and not persistent (the persistent kernel's staged output, through
+    the last tile's stage, is prepared and not yet timed: benchmarks/calls/prefill_out.py). H200, session 24 (benchmarks/results/session24/README.md, call 8): 1.025-1.087x in all 10 rows timed
     (bf16, NoPE and fp8_e4m3; T = 64-4096), ABBA order."""
     return _STAGED_OUT and config.gluon and config.block_h == 64 and config.num_splits == 1 and not persistent
 
