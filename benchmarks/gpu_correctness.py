@@ -5,8 +5,9 @@ cache, LSE, split-K and direct write, q rows not 16-byte aligned, each with and 
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
 `gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases; `fused`: those
-whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty), or `triton` for the
-Triton kernel's cases only, e.g.
+whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty; `persistent`: the wide
+kernel at T=1100 with 128 heads, 2200 units, which the runtime runs persistent with a bf16 cache and rope on 132
+SMs and staged otherwise), or `triton` for the Triton kernel's cases only, e.g.
 `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
 import os
@@ -40,8 +41,12 @@ GLUON_CASES += FUSED_CASES
 EMPTY_CASES = [(s, f, False, True, h, bh, w, st) for s, h, bh, w, st in (
     (32, 16, 16, 8, 1), (16, 128, 16, 8, 2), (32, 32, 64, 8, 2), (32, 16, 16, 12, 2)) for f in ("plain", "sink+lse")]
 GLUON_CASES += EMPTY_CASES
-only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1", "fused", "empty", "triton")]
+# the wide kernel without split-K over 2200 units (runtime/triton_backend.persistent_for, _staged_out; session 24)
+PERSISTENT_CASES = [(1, f, False, True, 128, 64, 8, 2) for f in ("plain", "sink+lse")]
+only = [a for a in sys.argv[1:] if a not in ("gluon", "narrow", "st1", "fused", "empty", "persistent", "triton")]
+TOKENS = 1100 if "persistent" in sys.argv[1:] else 6
 kernel_cases = TRITON_CASES if "triton" in sys.argv[1:] else FUSED_CASES if "fused" in sys.argv[1:] \
+    else PERSISTENT_CASES if "persistent" in sys.argv[1:] \
     else EMPTY_CASES if "empty" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
@@ -53,11 +58,11 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         if warps == 12 and fmt == "auto":
             continue  # two loading warp groups: fp8 caches only
         gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
-        T, topk, xtopk, slots = 6, 256, 64, 2048
+        T, topk, xtopk, slots = TOKENS, 256, 64, 2048
         cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)
         idx = random_indices(T, topk, slots, gen)
         idx[3] = -1
-        tl_ = torch.tensor([topk, 100, topk, topk, 1, topk], dtype=torch.int32)
+        tl_ = torch.tensor([topk, 100, topk, topk, 1, topk] * -(-T // 6), dtype=torch.int32)[:T]
         extra = {}
         sink = None
         x = dict(x_deq=None, x_indices=None, x_topk_length=None)
@@ -68,7 +73,7 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         elif features != "plain":
             xcache, xkw, xdeq = make_cache(fmt, d_qk, 512, page, torch.bfloat16, gen)
             xidx = random_indices(T, xtopk, 512, gen)
-            xlen = torch.tensor([xtopk, 3, 0, xtopk, xtopk, 10], dtype=torch.int32)
+            xlen = torch.tensor([xtopk, 3, 0, xtopk, xtopk, 10] * -(-T // 6), dtype=torch.int32)[:T]
             xcache = poison_unreferenced(xcache, fmt, page or 1, torch.cat([xidx[t, :int(xlen[t])] for t in range(T)]))
             sink = torch.randn(H, generator=gen)
             sink[0], sink[1] = math.inf, -math.inf
@@ -93,7 +98,8 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         ok = (torch.isfinite(out).all().item() and err < 1e-2 and lerr < 2e-2
               and torch.equal(torch.isfinite(lse.cpu()), fin))
         kern = 'px' if px else f'gl h{bh} w{warps}' + (' st1' if stages == 1 else '') if gl else '  '
-        print(f"{case:14s} H={H:3d} splits={splits} {features:15s} {kern:11s} rel err {err:.2e} "
+        tokens = f" T={T}" if T != 6 else ""
+        print(f"{case:14s}{tokens} H={H:3d} splits={splits} {features:15s} {kern:11s} rel err {err:.2e} "
               f"lse err {lerr:.1e} {'ok' if ok else 'FAIL'}")
         if not ok:
             failed.append((case, H, splits, features, kern))
