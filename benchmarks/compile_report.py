@@ -38,12 +38,9 @@ def resources(job: tuple[str, dict, str, dict]) -> dict:
 
 def runtime_variant(spec: KernelSpec, cfg: Config, tokens: int, sms: int) -> dict:
     """The GluonKernel fields the runtime sets for this config at ``tokens`` tokens on ``sms`` SMs."""
-    from sparsemla.runtime.triton_backend import _staged_out, persistent_for
-    if not cfg.gluon:
-        return {}
+    from sparsemla.runtime.triton_backend import gluon_fields
     units = tokens * -(-spec.num_heads // cfg.block_h) * cfg.num_splits
-    persistent = persistent_for(spec, cfg, units, sms)
-    return {name: True for name, on in (("persistent", persistent), ("staged_out", _staged_out(cfg, persistent))) if on}
+    return gluon_fields(spec, cfg, units, sms) if cfg.gluon else {}
 
 
 def main() -> int:

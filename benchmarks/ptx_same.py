@@ -8,7 +8,8 @@ that the old template can express, from both, for the table's arch (no GPU neede
 
   python benchmarks/ptx_same.py tuned/NVIDIA_H200/sparse_mla.json --old-rev 11c3a0e^
 
-``--gluon`` does the same for the table's Gluon entries (Config.gluon) and the Gluon template.
+``--gluon`` does the same for the table's Gluon entries (Config.gluon) and the Gluon template, each in the
+variant the runtime runs for its bucket (runtime/triton_backend.gluon_fields on ``--sms`` SMs, the H200's 132).
 ``--combine`` also compares the split-K combine kernel of every spec in the table (2, 16 and 32 splits, with
 and without PDL); ``--new-default NAME=VALUE`` gives a constexpr the new template's combine added at the
 value the runtime passes.
@@ -57,6 +58,7 @@ def main() -> int:
                     help="a name the old template reads that the context no longer has (a removed option), "
                          "at the value the entries ran with (True/False/int)")
     ap.add_argument("--combine", action="store_true", help="also the combine kernel of every spec")
+    ap.add_argument("--sms", type=int, default=132, help="the table's GPU's SMs, for the runtime's Gluon variants")
     ap.add_argument("--new-default", action="append", default=[], metavar="NAME=VALUE",
                     help="with --combine: a constexpr the new combine takes, at the runtime's value")
     args = ap.parse_args()
@@ -74,13 +76,15 @@ def main() -> int:
     from sparsemla.gen.search_space import compiled_variant
     from sparsemla.gen.spec import Config, KernelSpec, config_label
 
+    from compile_report import runtime_variant  # benchmarks/ is the script's folder, so on sys.path
+
     template = "sparse_mla_gluon.py.jinja" if args.gluon else "sparse_mla.py.jinja"
     old_text = subprocess.run(["git", "show", f"{args.old_rev}:templates/{template}"],
                               capture_output=True, text=True, check=True).stdout
     table = json.load(open(args.table))
     variants = set()
     for key, buckets in table["entries"].items():
-        for e in buckets.values():
+        for b, e in buckets.items():
             c = Config.from_dict(e["config"])
             if args.gluon:
                 kept = c.gluon
@@ -88,12 +92,13 @@ def main() -> int:
                 kept = e.get("backend", "triton") == "triton" and not c.gluon \
                     and c == Config.from_dict({**e["config"], "l2_prefetch": 0})
             if kept:
-                variants.add((key, compiled_variant(c)))
+                fields = runtime_variant(KernelSpec.from_key(key), c, int(b), args.sms) if args.gluon else {}
+                variants.add((key, compiled_variant(c), tuple(sorted(fields))))
     same = differ = 0
-    for i, (key, cfg) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]))), 1):
+    for i, (key, cfg, fields) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]), v[2])), 1):
         spec = KernelSpec.from_key(key)
         # what gen.render renders for the template
-        unit = GluonKernel.for_config(spec, cfg) if args.gluon else spec
+        unit = GluonKernel.for_config(spec, cfg, **dict.fromkeys(fields, True)) if args.gluon else spec
         ctx = dict(unit.template_context(), spec=unit, spec_key=unit.key, version="check")
         old = _module(render._env().from_string(old_text).render(**{**old_defaults, **ctx}), f"old_{i}")
         new = _module(render.render_source(unit), f"new_{i}")
@@ -101,7 +106,8 @@ def main() -> int:
               == _strip_debug(compile_module(new, spec, cfg, spec.arch).asm["ptx"]))
         same += ok
         differ += not ok
-        print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}: {'same' if ok else 'DIFFERENT'}", flush=True)
+        print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}{''.join(' ' + f for f in fields)}: "
+              f"{'same' if ok else 'DIFFERENT'}", flush=True)
     print(f"{same} same, {differ} different of {len(variants)} variants")
     if args.combine and not args.gluon:
         c_same, c_differ = _combine_same(table, old_text, old_defaults, new_defaults)

@@ -268,9 +268,20 @@ def persistent_for(spec: KernelSpec, config: Config, units: int, sms: int) -> bo
 def _staged_out(config: Config, persistent: bool) -> bool:
     """Whether the wide Gluon kernel's group A writes its output through a stage (GluonKernel.staged_out): without
     split-K (partials keep the direct stores) and not persistent (the persistent kernel's staged output, through
-    the last tile's stage, is prepared and not yet timed: benchmarks/calls/prefill_out.py). H200, session 24 (benchmarks/results/session24/README.md, call 8): 1.025-1.087x in all 10 rows timed
-    (bf16, NoPE and fp8_e4m3; T = 64-4096), ABBA order."""
+    the last tile's stage, is prepared and not yet timed: benchmarks/calls/prefill_out.py). H200, session 24
+    (benchmarks/results/session24/README.md, call 8): 1.025-1.087x in all 10 rows timed (bf16, NoPE and
+    fp8_e4m3; T = 64-4096), ABBA order."""
     return _STAGED_OUT and config.gluon and config.block_h == 64 and config.num_splits == 1 and not persistent
+
+
+def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict:
+    """The GluonKernel fields beyond ``GluonKernel.for_config``'s that the runtime sets for a Gluon ``config``
+    running ``units`` (token, head block, split) on a GPU of ``sms`` SMs, those that are on (the launch below
+    asks the same two rules of its device): what benchmarks/compile_report.py and ptx_same.py compile for a
+    table's entries."""
+    persistent = persistent_for(spec, config, units, sms)
+    return {name: True for name, on in (("persistent", persistent), ("staged_out", _staged_out(config, persistent)))
+            if on}
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:

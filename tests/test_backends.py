@@ -500,6 +500,19 @@ def test_the_wide_kernel_writes_through_a_stage_without_split_k(monkeypatch):
     assert not triton_backend._staged_out(wide, False)
 
 
+def test_the_gluon_fields_the_tools_compile_are_the_runtimes_rules(monkeypatch):
+    # runtime/triton_backend.gluon_fields (benchmarks/compile_report.py, ptx_same.py): persistent by persistent_for,
+    # else staged without split-K; nothing for split-K or the narrow kernel.
+    monkeypatch.setattr(triton_backend, "_PERSISTENT", True)
+    monkeypatch.setattr(triton_backend, "_STAGED_OUT", True)
+    bf16, wide = KernelSpec(arch="sm90"), Config(64, 64, 1, 8, 2, gluon=True)
+    assert triton_backend.gluon_fields(bf16, wide, 16 * 132, 132) == {"persistent": True}
+    assert triton_backend.gluon_fields(bf16, wide, 16 * 132 - 1, 132) == {"staged_out": True}
+    assert triton_backend.gluon_fields(KernelSpec(d_qk=512, arch="sm90"), wide, 8192, 132) == {"staged_out": True}
+    assert triton_backend.gluon_fields(bf16, Config(64, 64, 2, 8, 2, gluon=True), 8192, 132) == {}
+    assert triton_backend.gluon_fields(bf16, Config(16, 64, 1, 8, 2, gluon=True), 8192, 132) == {}
+
+
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):
     # runtime/triton_backend._fused: the last split of each token and head block merges the partials in the
     # Gluon kernel (no combine kernel) for 64-head programs, none masked, with 2 splits (H200, session 21:

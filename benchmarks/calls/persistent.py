@@ -21,7 +21,6 @@ Run on the GPU after `pip install .`:
 import argparse
 import math
 import os
-import statistics
 import sys
 
 import torch
@@ -30,11 +29,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests"))
 import sparsemla  # noqa: E402
 import sparsemla.runtime.api as api  # noqa: E402
 import sparsemla.runtime.triton_backend as tb  # noqa: E402
-from sparsemla.gen.gpu_measure import _calls, check, make_inputs, time_calls, timing_sets  # noqa: E402
 from sparsemla.gen.spec import Config  # noqa: E402
-from sparsemla.gen.suite import suite_spec  # noqa: E402
-from sparsemla.runtime.dispatch import select_config  # noqa: E402
 from helpers import make_cache, poison_unreferenced, random_indices, reference64, rel_err  # noqa: E402
+from variant_rows import time_rows  # noqa: E402  (the script's folder)
 
 WIDE = Config(64, 64, 1, 8, 2, gluon=True)
 ROWS = "bf16:128:128,bf16_nope:128:128,bf16:256:64,bf16_nope:256:64,bf16:256:128,bf16_nope:256:128," \
@@ -46,7 +43,11 @@ def persistent(on: bool) -> None:
     api.clear_call_cache()  # (a prepared launch keeps the kernel it was made with)
 
 
-def correctness(dev) -> bool:
+VARIANTS = {"shipped": lambda: persistent(False), "persistent": lambda: persistent(True)}
+
+
+def correctness(dev, variants=VARIANTS) -> bool:
+    """The cases above for each of ``variants`` ({name: function that sets the runtime up}); True if all pass."""
     ok_all = True
     for d_qk in (576, 512):
         for T, H, features in ((400, 64, "plain"), (150, 128, "sink+lse"), (300, 16, "sink+lse"), (140, 64, "short")):
@@ -73,8 +74,8 @@ def correctness(dev) -> bool:
                 q_dev.copy_(q)
             ref, rlse = reference64(q, deq, idx, d_qk ** -0.5, 512, topk_length=tl_, sink=sink)
             fin = torch.isfinite(rlse)
-            for on in (False, True):
-                persistent(on)
+            for name, setup in variants.items():
+                setup()
                 out, lse = sparsemla.sparse_mla(q_dev, cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5,
                                                 topk_length=tl_.to(dev), return_lse=True, backend="triton",
                                                 config=WIDE, **kw, **extra)
@@ -84,9 +85,8 @@ def correctness(dev) -> bool:
                       and torch.equal(torch.isfinite(lse.cpu()), fin)
                       and bool((out.cpu()[~fin.any(dim=1)] == 0).all()))
                 ok_all &= ok
-                print(f"d_qk={d_qk} T={T:4d} H={H:3d} {features:9s} {'persistent' if on else 'shipped   '} "
+                print(f"d_qk={d_qk} T={T:4d} H={H:3d} {features:9s} {name:10s} "
                       f"rel err {err:.2e} lse err {lerr:.1e} {'ok' if ok else 'FAIL'}", flush=True)
-    persistent(False)
     return ok_all
 
 
@@ -97,36 +97,10 @@ def main():
     args = ap.parse_args()
     dev = torch.device("cuda")
     if not args.no_check:
-        print("correctness:", "all ok" if correctness(dev) else "FAILED", flush=True)
-    lines = ["| format | T | H | config | units | shipped | persistent | shipped / persistent |", "|" + "---|" * 8]
-    for row in args.rows.split(","):
-        fmt, T, H = row.split(":")
-        T, H = int(T), int(H)
-        spec = suite_spec(fmt, H, "sm90")
-        cfg = select_config(spec, T, dev)
-        units = T * -(-H // cfg.block_h) * cfg.num_splits
-        kw = make_inputs(spec, T, dev, slots=min(2 * T * spec.topk, 1 << 20), poison=True)
-        ok = {}
-        for on in (False, True):
-            persistent(on)
-            res = check(spec, cfg, kw)
-            ok[on] = "" if res.ok else f" FAILED: {res.reason}"
-        sets = timing_sets(spec, T, dev)
-        times = {False: [], True: []}
-        for _ in range(3):
-            for on in (False, True):
-                if not ok[on]:
-                    persistent(on)
-                    times[on].append(time_calls(_calls(sets, cfg))[0])
-        med = {on: statistics.median(v) for on, v in times.items() if v}
-        cells = [(f"{med[on]:.2f}" if on in med else "-") + ok[on] for on in (False, True)]
-        ratio = med[False] / med[True] if len(med) == 2 else float("nan")
-        label = f"h{cfg.block_h} s{cfg.num_splits} st{cfg.num_stages}" + (" gl" if cfg.gluon else "")
-        line = f"| {fmt} | {T} | {H} | {label} | {units} | " + " | ".join(cells) + f" | {ratio:.3f} |"
-        print(line, f"(runs: {times})", flush=True)
-        lines.append(line)
-        del sets, kw
-        torch.cuda.empty_cache()
+        ok = correctness(dev)
+        persistent(False)
+        print("correctness:", "all ok" if ok else "FAILED", flush=True)
+    lines = time_rows(args.rows, VARIANTS, ((0, 1),) * 3, dev)  # (shipped first in every repetition)
     persistent(False)
     print("\n" + "\n".join(lines))
 

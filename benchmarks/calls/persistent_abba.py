@@ -11,15 +11,12 @@ Run on the GPU after `pip install .`:
   python3 benchmarks/calls/persistent_abba.py [--rows bf16:128:128,...]
 """
 import argparse
-import statistics
 
 import torch
 
 import sparsemla.runtime.api as api
 import sparsemla.runtime.triton_backend as tb
-from sparsemla.gen.gpu_measure import _calls, check, make_inputs, time_calls, timing_sets
-from sparsemla.gen.suite import suite_spec
-from sparsemla.runtime.dispatch import select_config
+from variant_rows import alternating, time_rows  # (the script's folder)
 
 ROWS = "bf16:64:128,bf16:128:128,bf16_nope:128:128,bf16:256:64,bf16_nope:256:64,bf16:256:128,bf16_nope:256:128," \
        "bf16:4096:128,bf16_nope:4096:128,bf16:4096:64,bf16_nope:4096:64"
@@ -40,35 +37,8 @@ def main():
     ap.add_argument("--reps", type=int, default=4)
     args = ap.parse_args()
     dev = torch.device("cuda")
-    lines = ["| format | T | H | config | units | shipped | persistent | shipped / persistent |", "|" + "---|" * 8]
-    for row in args.rows.split(","):
-        fmt, T, H = row.split(":")
-        T, H = int(T), int(H)
-        spec = suite_spec(fmt, H, "sm90")
-        cfg = select_config(spec, T, dev)
-        units = T * -(-H // cfg.block_h) * cfg.num_splits
-        kw = make_inputs(spec, T, dev, slots=min(2 * T * spec.topk, 1 << 20), poison=True)
-        ok = {}
-        for on in (False, True):
-            persistent(on)
-            res = check(spec, cfg, kw)
-            ok[on] = "" if res.ok else f" FAILED: {res.reason}"
-        sets = timing_sets(spec, T, dev)
-        times = {False: [], True: []}
-        for rep in range(args.reps):
-            for on in ((False, True) if rep % 2 == 0 else (True, False)):
-                if not ok[on]:
-                    persistent(on)
-                    times[on].append(time_calls(_calls(sets, cfg))[0])
-        med = {on: statistics.median(v) for on, v in times.items() if v}
-        cells = [(f"{med[on]:.2f}" if on in med else "-") + ok[on] for on in (False, True)]
-        ratio = med[False] / med[True] if len(med) == 2 else float("nan")
-        label = f"h{cfg.block_h} s{cfg.num_splits} st{cfg.num_stages}" + (" gl" if cfg.gluon else "")
-        line = f"| {fmt} | {T} | {H} | {label} | {units} | " + " | ".join(cells) + f" | {ratio:.3f} |"
-        print(line, f"(runs: {times})", flush=True)
-        lines.append(line)
-        del sets, kw
-        torch.cuda.empty_cache()
+    variants = {"shipped": lambda: persistent(False), "persistent": lambda: persistent(True)}
+    lines = time_rows(args.rows, variants, alternating(args.reps), dev)
     tb._persistent = _rule
     api.clear_call_cache()
     print("\n" + "\n".join(lines))

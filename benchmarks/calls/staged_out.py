@@ -15,7 +15,6 @@ Run on the GPU after `pip install .`:
 import argparse
 import math
 import os
-import statistics
 import sys
 
 import torch
@@ -24,11 +23,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests"))
 import sparsemla  # noqa: E402
 import sparsemla.runtime.api as api  # noqa: E402
 import sparsemla.runtime.triton_backend as tb  # noqa: E402
-from sparsemla.gen.gpu_measure import _calls, check, make_inputs, time_calls, timing_sets  # noqa: E402
 from sparsemla.gen.spec import Config  # noqa: E402
-from sparsemla.gen.suite import suite_spec  # noqa: E402
-from sparsemla.runtime.dispatch import select_config  # noqa: E402
 from helpers import make_cache, poison_unreferenced, random_indices, reference64, rel_err  # noqa: E402
+from variant_rows import alternating, time_rows  # noqa: E402  (the script's folder)
 
 WIDE = Config(64, 64, 1, 8, 2, gluon=True)
 ROWS = "bf16:128:128,bf16_nope:128:128,bf16:64:128,bf16:128:64,bf16_nope:128:64,bf16:256:64,bf16:256:128," \
@@ -79,34 +76,8 @@ def main():
     args = ap.parse_args()
     dev = torch.device("cuda")
     print("correctness:", "all ok" if correctness(dev) else "FAILED", flush=True)
-    lines = ["| format | T | H | config | shipped | staged | shipped / staged |", "|" + "---|" * 7]
-    for row in args.rows.split(","):
-        fmt, T, H = row.split(":")
-        T, H = int(T), int(H)
-        spec = suite_spec(fmt, H, "sm90")
-        cfg = select_config(spec, T, dev)
-        kw = make_inputs(spec, T, dev, slots=min(2 * T * spec.topk, 1 << 20), poison=True)
-        ok = {}
-        for on in (False, True):
-            staged(on)
-            res = check(spec, cfg, kw)
-            ok[on] = "" if res.ok else f" FAILED: {res.reason}"
-        sets = timing_sets(spec, T, dev)
-        times = {False: [], True: []}
-        for rep in range(args.reps):
-            for on in ((False, True) if rep % 2 == 0 else (True, False)):
-                if not ok[on]:
-                    staged(on)
-                    times[on].append(time_calls(_calls(sets, cfg))[0])
-        med = {on: statistics.median(v) for on, v in times.items() if v}
-        cells = [(f"{med[on]:.2f}" if on in med else "-") + ok[on] for on in (False, True)]
-        ratio = med[False] / med[True] if len(med) == 2 else float("nan")
-        label = f"h{cfg.block_h} s{cfg.num_splits} st{cfg.num_stages}" + (" gl" if cfg.gluon else "")
-        line = f"| {fmt} | {T} | {H} | {label} | " + " | ".join(cells) + f" | {ratio:.3f} |"
-        print(line, f"(runs: {times})", flush=True)
-        lines.append(line)
-        del sets, kw
-        torch.cuda.empty_cache()
+    variants = {"shipped": lambda: staged(False), "staged": lambda: staged(True)}
+    lines = time_rows(args.rows, variants, alternating(args.reps), dev)
     staged(False)
     print("\n" + "\n".join(lines))
 
