@@ -16,6 +16,8 @@ import os
 import sys
 
 os.environ["SPARSEMLA_DIRECT_LAUNCH"] = "0"  # launch through the JIT, which takes the extra prof argument
+os.environ["SPARSEMLA_PERSISTENT"] = "0"  # (a profile build is never persistent: the bf16 prefill rows run
+#                                           the non-persistent kernel here)
 
 import torch  # noqa: E402
 

@@ -29,11 +29,17 @@ _DERIVED = ("q_by_compute", "q_async", "q_regs")  # GluonKernel fields whose Non
 
 def with_fields(fields: dict | None):
     """Make the runtime launch Gluon modules with these GluonKernel fields replaced (None: as shipped)."""
-    def for_config(cls, spec, config):
+    if fields and "persistent" in fields:
+        raise ValueError("persistent is the runtime's launch rule (its grid depends on it): patch "
+                         "triton_backend._persistent instead")
+    def for_config(cls, spec, config, **launch_fields):
         # The rules' fields (None: derived in __post_init__) are derived again for the variant unless it
         # sets them: the plain kernel's q_regs=4 would otherwise ride along into two_consumers=True.
+        # launch_fields (persistent, staged_out) are the runtime's launch rules: they pass through, since the
+        # launch sizes its grid by them (patch the rules, e.g. triton_backend._persistent, to change them).
         derived = {f: None for f in _DERIVED if f not in fields}
-        return dataclasses.replace(_PLAIN_FOR_CONFIG.__func__(cls, spec, config), **derived, **fields)
+        return dataclasses.replace(_PLAIN_FOR_CONFIG.__func__(cls, spec, config, **launch_fields), **derived,
+                                   **fields)
     tb.GluonKernel.for_config = _PLAIN_FOR_CONFIG if fields is None else classmethod(for_config)
     clear_call_cache()
 
