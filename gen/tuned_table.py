@@ -17,8 +17,11 @@ File format (version 1)::
 
 A bucket is a number of query tokens; a call with T tokens uses the entry of the nearest
 bucket not above T, else the smallest (``bucket_for``). A file that is unreadable,
-malformed, or made by other software (template hash, Triton major.minor or sparsemla
-version differ) is reported once and ignored. Search path: the package's ``tuned/``, then
+malformed, or made for other code (template hash or sparsemla version differ) is reported once
+and ignored. A file made with another Triton major.minor holds configs that still run (the
+template is the same) but were timed with another compiler: it is reported once and its
+entries are used where no table of this Triton has one (``load_tables``; a user on a newer
+torch should not fall back to untuned defaults). Search path: the package's ``tuned/``, then
 the user dir (``$SPARSEMLA_TUNED_DIR``, default ``$XDG_CONFIG_HOME/sparsemla/tuned`` or
 ``~/.config/sparsemla/tuned``), whose entries take precedence.
 """
@@ -53,6 +56,10 @@ GPU_ALIASES = (
 )
 # Where a static (compile-checked, unmeasured) table is built for an arch we cannot run here.
 STATIC_GPUS = {"sm120": "NVIDIA_RTX_PRO_6000_Blackwell", "sm121": "NVIDIA_GB10"}
+# Each arch's reference part: the table a GPU of that arch (the same compute capability) runs where its own
+# has no entry, e.g. an H100, H800 or H20 the H200's. Its configs run on any such part; its split counts
+# were chosen for the reference part's SMs, so a GPU's own tuning (`sparsemla tune`) can still gain.
+REFERENCE_GPUS = {"sm90": "NVIDIA_H200", **STATIC_GPUS}
 
 
 def gpu_dirname(name: str) -> str:
@@ -131,13 +138,20 @@ def _minor(version: str) -> str:
 
 
 def _mismatch(prov: dict) -> str:
+    """Why a table's configs may not mean what this code means by them ("" if they do)."""
     cur = software_provenance()
     if prov.get("template_hash") != cur["template_hash"]:
         return f"template hash {prov.get('template_hash')} != {cur['template_hash']}"
-    if _minor(prov.get("triton", "")) != _minor(cur["triton"]):
-        return f"triton {prov.get('triton')} != {cur['triton']} (major.minor)"
     if prov.get("sparsemla") != cur["sparsemla"]:
         return f"sparsemla {prov.get('sparsemla')} != {cur['sparsemla']}"
+    return ""
+
+
+def _other_triton(prov: dict) -> str:
+    """How a table's Triton differs from this one's in major.minor ("" if it does not)."""
+    cur = software_provenance()["triton"]
+    if _minor(prov.get("triton", "")) != _minor(cur):
+        return f"triton {prov.get('triton')} != {cur} (major.minor)"
     return ""
 
 
@@ -183,26 +197,40 @@ def parse_table(data) -> dict[str, dict[int, TunedEntry]]:
 _reported: set = set()
 
 
-def _report_once(path, why: str) -> None:
+def _report_once(path, message: str) -> None:
     if str(path) not in _reported:
         _reported.add(str(path))
-        log.warning("sparsemla: ignoring tuned table %s: %s", path, why)
+        log.warning("sparsemla: %s", message)
 
 
-def load_table(path, check_provenance: bool = True) -> dict[str, dict[int, TunedEntry]]:
-    """Entries of one file, or {} (reported once) if it is unusable; never raises."""
+def read_table(path, check_provenance: bool = True) -> tuple[dict[str, dict[int, TunedEntry]], bool]:
+    """(entries of one file, whether they were timed with this Triton); ({}, True) if the file is unusable
+    (reported once). With ``check_provenance`` a table of another Triton major.minor is reported once too (its
+    configs run, but were timed with another compiler). Never raises."""
+    other = ""
     try:
         data = json.loads(Path(path).read_text())
         entries = parse_table(data)
         why = _mismatch(data["provenance"]) if check_provenance else ""
+        other = _other_triton(data["provenance"]) if check_provenance else ""
     except FileNotFoundError:
-        return {}
+        return {}, True
     except Exception as e:  # unreadable or malformed: the caller falls back to defaults
         why = f"{type(e).__name__}: {e}"
     if why:
-        _report_once(path, why)
-        return {}
-    return entries
+        _report_once(path, f"ignoring tuned table {path}: {why}")
+        return {}, True
+    if other:
+        _report_once(path, f"tuned table {path} was made with another Triton ({other}): its configs are used "
+                           "where no table of this Triton has the entry; `sparsemla tune` re-tunes them")
+    return entries, not other
+
+
+def load_table(path, check_provenance: bool = True) -> dict[str, dict[int, TunedEntry]]:
+    """Entries of one file, or {} (reported once) if it is unusable or, with ``check_provenance``, timed with
+    another Triton major.minor (``load_tables`` still uses those); never raises."""
+    entries, this_triton = read_table(path, check_provenance)
+    return entries if this_triton else {}
 
 
 def user_dir() -> Path:
@@ -224,12 +252,17 @@ def table_paths(gpu: str, family: str = "sparse_mla") -> list[Path]:
 
 def load_tables(gpu: str, family: str = "sparse_mla",
                 check_provenance: bool = True) -> dict[str, dict[int, TunedEntry]]:
-    """The entries of ``gpu``'s tables, the user's over the package's; ``check_provenance``
-    False also takes tables made by other software (the tuner's seeds: each is re-measured)."""
+    """The entries of ``gpu``'s tables, per bucket the user's over the package's, and those timed with this
+    Triton over those of another Triton major.minor (whose configs still run: ``read_table``);
+    ``check_provenance`` False also takes tables made for other code (the tuner's seeds: each is re-measured)."""
+    this_triton: dict[str, dict[int, TunedEntry]] = {}
     merged: dict[str, dict[int, TunedEntry]] = {}
     for path in table_paths(gpu, family):
-        for key, buckets in load_table(path, check_provenance).items():
-            merged.setdefault(key, {}).update(buckets)
+        entries, same = read_table(path, check_provenance)
+        for key, buckets in entries.items():
+            (this_triton if same else merged).setdefault(key, {}).update(buckets)
+    for key, buckets in this_triton.items():
+        merged.setdefault(key, {}).update(buckets)
     return merged
 
 

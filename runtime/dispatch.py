@@ -1,11 +1,13 @@
 """Choose the launch config for a spec and a number of query tokens.
 
 The tuned table of the device's GPU (``sparsemla.gen.tuned_table``) is read once per
-process; a spec or GPU without an entry falls back to the arch's ``default_config``. Where a spec
-has no entry of its own, a stand-in's is used (``stand_ins``): the tables are tuned on plain calls
-with the suite's head counts and page sizes, and a sink or LSE output changes only the epilogue, a
-head count between two tuned ones the masked rows of the same head blocks, the page size only the
-gathered rows' addresses.
+process. Where a spec has no entry of its own, a stand-in's is used (``stand_ins``): the tables are
+tuned on plain calls with the suite's head counts and page sizes, and a sink or LSE output changes
+only the epilogue, a head count between two tuned ones the masked rows of the same head blocks, the
+page size only the gathered rows' addresses. A GPU whose own table has no such entry runs its arch's
+reference part's (``tuned_table.REFERENCE_GPUS``: an H100 the H200's; only for the compute capability
+that arch names, reported once; ``SPARSEMLA_REFERENCE_TABLE=0`` turns that off); with none of these, the
+arch's ``default_config``.
 On the CPU (Triton's interpreter) the GPU name comes from ``$SPARSEMLA_GPU``, if set.
 """
 from __future__ import annotations
@@ -16,8 +18,10 @@ from functools import lru_cache
 
 import torch
 
-from sparsemla.gen.spec import Config, KernelSpec, default_config, next_pow2
-from sparsemla.gen.tuned_table import TunedEntry, bucket_for, gpu_dirname, load_tables
+from sparsemla.gen.spec import ARCHS, Config, KernelSpec, default_config, next_pow2
+from sparsemla.gen.tuned_table import REFERENCE_GPUS, TunedEntry, bucket_for, gpu_dirname, load_tables, log
+
+_REFERENCE = os.environ.get("SPARSEMLA_REFERENCE_TABLE", "1") != "0"
 
 
 @lru_cache(maxsize=None)
@@ -33,6 +37,35 @@ def _gpu(device: torch.device) -> str | None:
         return gpu_dirname(torch.cuda.get_device_name(device))
     name = os.environ.get("SPARSEMLA_GPU")
     return gpu_dirname(name) if name else None
+
+
+@lru_cache(maxsize=None)
+def table_gpus(device: torch.device, arch: str) -> tuple[str, ...]:
+    """The GPUs whose tables ``device`` runs for specs of ``arch``, best first: its own, then the arch's
+    reference part's where ``device`` has that arch's compute capability (an arch stands in for other parts
+    too: device_arch gives sm120 to a cc 8.0 or 10.0 GPU, whose kernels are not the reference part's)."""
+    gpu = _gpu(device)
+    if gpu is None:
+        return ()
+    ref = REFERENCE_GPUS.get(arch)
+    if not _REFERENCE or ref is None or ref == gpu:
+        return (gpu,)
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        if major * 10 + minor != ARCHS[arch].cc:
+            return (gpu,)
+    return gpu, ref
+
+
+_reported_stand_in_tables: set = set()
+
+
+def _report_reference(gpu: str, ref: str, spec: KernelSpec) -> None:
+    if (gpu, ref) not in _reported_stand_in_tables:
+        _reported_stand_in_tables.add((gpu, ref))
+        log.warning("sparsemla: %s has no tuned entry for %s: running the tuned configs of %s (the reference "
+                    "part of %s) wherever %s has none (reported once); `sparsemla tune` tunes this GPU", gpu,
+                    spec.key, ref, spec.arch, gpu)
 
 
 @lru_cache(maxsize=None)
@@ -65,15 +98,16 @@ def stand_ins(spec: KernelSpec, page_sizes=()):
 def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntry | None:
     """The tuned entry for ``spec`` (or its first stand-in that has one) at ``num_tokens`` on
     ``device``'s GPU, or None."""
-    gpu = _gpu(device)
-    if gpu is None:
-        return None
-    table = _table(gpu, spec.family)
-    hit = next((table[s.key] for s in stand_ins(spec, _page_sizes(gpu, spec.family)) if s.key in table), None)
-    if hit is None:
-        return None
-    buckets, entries = hit
-    return entries[bucket_for(num_tokens, buckets)]
+    gpus = table_gpus(device, spec.arch)
+    for gpu in gpus:
+        table = _table(gpu, spec.family)
+        hit = next((table[s.key] for s in stand_ins(spec, _page_sizes(gpu, spec.family)) if s.key in table), None)
+        if hit is not None:
+            if gpu != gpus[0]:
+                _report_reference(gpus[0], gpu, spec)
+            buckets, entries = hit
+            return entries[bucket_for(num_tokens, buckets)]
+    return None
 
 
 def select_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Config:
@@ -88,7 +122,7 @@ def select_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Co
 
 def clear_cache() -> None:
     """Forget GPU names and tables read so far (after writing a table, or in tests)."""
-    for f in (_gpu, _table, _page_sizes, lookup):
+    for f in (_gpu, table_gpus, _table, _page_sizes, lookup):
         f.cache_clear()
     from .api import clear_call_cache  # sparse_mla keeps the configs it chose per call signature
     clear_call_cache()

@@ -14,28 +14,34 @@ def _gpu_lines() -> tuple[list[str], torch.device | None]:
     return [f"GPU: {p.name} (compute capability {p.major}.{p.minor}, {p.multi_processor_count} SMs)"], dev
 
 
-def _tuned_line(arch: str, device) -> str:
+def _tuned_lines(arch: str, device) -> list[str]:
     try:
         from sparsemla.gen import tuned_table as tt
+        from sparsemla.runtime import dispatch
     except ImportError:
-        return "tuned table: no tuned table module"
+        return ["tuned table: no tuned table module"]
     try:
-        if device is not None:
-            gpu = tt.gpu_dirname(torch.cuda.get_device_name(device))
-        else:  # no GPU: the table of the arch's reference part
-            gpu = {"sm90": "NVIDIA_H200", **tt.STATIC_GPUS}.get(arch)
-            if gpu is None:
-                return f"tuned table: no GPU, and no reference table for {arch}"
-        entries = tt.load_tables(gpu)
+        gpus = dispatch.table_gpus(device, arch) if device is not None else ()
+        if not gpus:  # no GPU: the table of the arch's reference part
+            gpus = (tt.REFERENCE_GPUS.get(arch),)
+            if gpus[0] is None:
+                return [f"tuned table: no GPU, and no reference table for {arch}"]
+        tables = [(gpu, tt.load_tables(gpu)) for gpu in gpus]
     except Exception as e:  # a broken table module or file must not break `info`
-        return f"tuned table: unreadable ({type(e).__name__}: {e})"
-    if not entries:
-        return f"tuned table: none for {gpu} (untuned default configs, Triton only)"
-    all_entries = [e for buckets in entries.values() for e in buckets.values()]
-    sources = "/".join(sorted({e.source for e in all_entries}))
-    on_fi = sum(e.backend == "flashinfer" for e in all_entries)
-    return (f"tuned table: {gpu}: {len(entries)} specs, {len(all_entries)} buckets "
-            f"({on_fi} on flashinfer), source {sources}")
+        return [f"tuned table: unreadable ({type(e).__name__}: {e})"]
+    lines = []
+    for i, (gpu, entries) in enumerate(tables):
+        role = "" if i == 0 else f" (the reference part of {arch}: used where {gpus[0]} has no entry)"
+        if not entries:
+            lines.append(f"tuned table: none for {gpu}{role}" + ("" if len(tables) > i + 1 else
+                                                                  " (untuned default configs, Triton only)"))
+            continue
+        all_entries = [e for buckets in entries.values() for e in buckets.values()]
+        sources = "/".join(sorted({e.source for e in all_entries}))
+        on_fi = sum(e.backend == "flashinfer" for e in all_entries)
+        lines.append(f"tuned table: {gpu}: {len(entries)} specs, {len(all_entries)} buckets "
+                     f"({on_fi} on flashinfer), source {sources}{role}")
+    return lines
 
 
 def info_lines() -> list[str]:
@@ -53,7 +59,7 @@ def info_lines() -> list[str]:
     lines.append(f"  triton {triton.__version__}")
     lines.append(f"  flashinfer {flashinfer_backend.version() or 'not installed'}")
     lines.append("  torch reference (fp32, any device)")
-    lines.append(_tuned_line(arch, dev))
+    lines.extend(_tuned_lines(arch, dev))
     return lines
 
 

@@ -478,6 +478,71 @@ def test_select_config_uses_tuned_table(tmp_path, monkeypatch):
         dispatch.clear_cache()
 
 
+def test_tables_of_another_triton_and_of_the_reference_part(tmp_path, monkeypatch, caplog):
+    # A user on a newer torch (another Triton minor) and a GPU without a table of its own (an H100) both run
+    # tuned configs, not untuned defaults: the other Triton's entries where this Triton's table has none, the
+    # arch's reference part's (the H200's) where the GPU's own table has none.
+    monkeypatch.setenv("SPARSEMLA_TUNED_DIR", str(tmp_path / "user"))
+    monkeypatch.setattr(tuned_table, "package_dir", lambda: tmp_path / "pkg")
+    spec = KernelSpec(arch="sm90", num_heads=64)
+    c_old, c_new, c_h100 = Config(64, 64, 4, 8, 3), Config(32, 16, 1, 4, 1), Config(16, 16, 1, 4, 1)
+    prov = software_provenance()
+    h200 = tmp_path / "pkg" / "NVIDIA_H200" / "sparse_mla.json"
+    write_table(h200, "NVIDIA_H200", {spec.key: {4: _entry(c_old, 4), 64: _entry(c_old, 64)}}, prov)
+    data = json.loads(h200.read_text())
+    h200.write_text(json.dumps({**data, "provenance": {**prov, "triton": "2.9.0"}}))
+    write_table(tmp_path / "user" / "NVIDIA_H200" / "sparse_mla.json", "NVIDIA_H200",
+                {spec.key: {64: _entry(c_new, 64)}}, prov)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="sparsemla"):
+        assert load_table(h200) == {}  # alone, still not this Triton's
+        merged = tuned_table.load_tables("NVIDIA_H200")
+        tuned_table.load_tables("NVIDIA_H200")
+    assert merged[spec.key][4].config == c_old and merged[spec.key][64].config == c_new  # this Triton's first
+    assert len(caplog.records) == 1 and "another Triton" in caplog.text and str(h200) in caplog.text
+    # A template change still makes a table unusable, whatever its Triton.
+    h200.write_text(json.dumps({**data, "provenance": {**prov, "triton": "2.9.0", "template_hash": "0" * 16}}))
+    assert 4 not in tuned_table.load_tables("NVIDIA_H200")[spec.key]
+    h200.write_text(json.dumps({**data, "provenance": {**prov, "triton": "2.9.0"}}))
+
+    cpu = torch.device("cpu")
+    monkeypatch.setenv("SPARSEMLA_GPU", "NVIDIA H100 80GB HBM3")
+    write_table(tmp_path / "user" / "NVIDIA_H100_80GB_HBM3" / "sparse_mla.json", "NVIDIA_H100_80GB_HBM3",
+                {spec.key: {16: _entry(c_h100, 16)}}, prov)
+    other = replace(spec, num_heads=128, kv_format="fp8_e4m3")  # in no table
+    dispatch.clear_cache()
+    try:
+        assert dispatch.table_gpus(cpu, "sm90") == ("NVIDIA_H100_80GB_HBM3", "NVIDIA_H200")
+        assert dispatch.select_config(spec, 20, cpu) == c_h100  # its own table first
+        assert dispatch.lookup(replace(spec, kv_format="fp8_e4m3"), 20, cpu) is None
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="sparsemla"):
+            # a spec only the H200 table holds (after the own table's stand-ins: none) runs the H200's entry
+            os.remove(tmp_path / "user" / "NVIDIA_H100_80GB_HBM3" / "sparse_mla.json")
+            dispatch.clear_cache()
+            assert dispatch.select_config(spec, 100, cpu) == c_new
+            assert dispatch.select_config(spec, 5, cpu) == c_old
+        assert sum("reference part" in r.getMessage() for r in caplog.records) == 1
+        assert dispatch.select_config(other, 5, cpu) == default_config(other, 5)
+        assert dispatch.table_gpus(cpu, "sm121") == ("NVIDIA_H100_80GB_HBM3", "NVIDIA_GB10")
+        monkeypatch.setattr(dispatch, "_REFERENCE", False)
+        dispatch.clear_cache()
+        assert dispatch.select_config(spec, 100, cpu) == default_config(spec, 100)
+        monkeypatch.setattr(dispatch, "_REFERENCE", True)
+        # On a GPU, only a part of the arch's own compute capability takes the reference part's table: a
+        # cc 10.0 part runs sm120 code (runtime.api.device_arch) but is no RTX PRO 6000.
+        cuda = torch.device("cuda", 0)
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: "NVIDIA B200")
+        for cc, arch, expected in (((10, 0), "sm120", ("NVIDIA_B200",)),
+                                   ((12, 0), "sm120", ("NVIDIA_B200", "NVIDIA_RTX_PRO_6000_Blackwell")),
+                                   ((9, 0), "sm90", ("NVIDIA_B200", "NVIDIA_H200"))):
+            monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None, cc=cc: cc)
+            dispatch.clear_cache()
+            assert dispatch.table_gpus(cuda, arch) == expected, cc
+    finally:
+        dispatch.clear_cache()
+
+
 def test_static_tables_from_compile_checks(tmp_path):
     def fake(spec, cfg, arch):  # 2 stages "do not fit" for 128 heads; model1 always spills
         too_big = spec.num_heads == 128 and cfg.num_stages >= 2
