@@ -222,7 +222,8 @@ def read_table(path, check_provenance: bool = True) -> tuple[dict[str, dict[int,
         return {}, True
     if other:
         _report_once(path, f"tuned table {path} was made with another Triton ({other}): its configs are used "
-                           "where no table of this Triton has the entry; `sparsemla tune` re-tunes them")
+                           "where no table of this Triton has the entry (timed and GPU-checked with that Triton; "
+                           "SPARSEMLA_OTHER_TRITON_TABLES=0 leaves them out); `sparsemla tune` tunes for this one")
     return entries, not other
 
 
@@ -253,12 +254,16 @@ def table_paths(gpu: str, family: str = "sparse_mla") -> list[Path]:
 def load_tables(gpu: str, family: str = "sparse_mla",
                 check_provenance: bool = True) -> dict[str, dict[int, TunedEntry]]:
     """The entries of ``gpu``'s tables, per bucket the user's over the package's, and those timed with this
-    Triton over those of another Triton major.minor (whose configs still run: ``read_table``);
+    Triton over those of another Triton major.minor (whose configs still run: ``read_table``; their Gluon
+    kernels were GPU-checked with the table's Triton only; ``SPARSEMLA_OTHER_TRITON_TABLES=0`` leaves them out);
     ``check_provenance`` False also takes tables made for other code (the tuner's seeds: each is re-measured)."""
     this_triton: dict[str, dict[int, TunedEntry]] = {}
     merged: dict[str, dict[int, TunedEntry]] = {}
+    other_triton = os.environ.get("SPARSEMLA_OTHER_TRITON_TABLES", "1") != "0"
     for path in table_paths(gpu, family):
         entries, same = read_table(path, check_provenance)
+        if not (same or other_triton):
+            continue
         for key, buckets in entries.items():
             (this_triton if same else merged).setdefault(key, {}).update(buckets)
     for key, buckets in this_triton.items():

@@ -500,6 +500,9 @@ def test_tables_of_another_triton_and_of_the_reference_part(tmp_path, monkeypatc
         tuned_table.load_tables("NVIDIA_H200")
     assert merged[spec.key][4].config == c_old and merged[spec.key][64].config == c_new  # this Triton's first
     assert len(caplog.records) == 1 and "another Triton" in caplog.text and str(h200) in caplog.text
+    monkeypatch.setenv("SPARSEMLA_OTHER_TRITON_TABLES", "0")
+    assert 4 not in tuned_table.load_tables("NVIDIA_H200")[spec.key]
+    monkeypatch.delenv("SPARSEMLA_OTHER_TRITON_TABLES")
     # A template change still makes a table unusable, whatever its Triton.
     h200.write_text(json.dumps({**data, "provenance": {**prov, "triton": "2.9.0", "template_hash": "0" * 16}}))
     assert 4 not in tuned_table.load_tables("NVIDIA_H200")[spec.key]
