@@ -21,14 +21,15 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Callable
 
-from .render import atomic_write, cache_dir, template_source
+from .gluon import unsupported
+from .render import ATTENTION_TEMPLATES, atomic_write, cache_dir, template_source
 from .spec import ARCHS, Config, KernelSpec, default_config, next_pow2
 
 log = logging.getLogger("sparsemla")
 # Config fields the tuner may search; a space holds those that can matter for its spec, and a
 # field left out takes its Config default.
 PARAMS = ("block_h", "block_n", "num_splits", "num_warps", "num_stages", "index_prefetch", "p_exchange",
-          "l2_prefetch")
+          "l2_prefetch", "gluon")
 ON_OFF = ("index_prefetch", "p_exchange", "l2_prefetch")  # two-valued fields: a feature off or on
 
 
@@ -46,7 +47,11 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     scores across the 2 warp groups; H200, session 6: 5-12% faster with split-K and for the
     FP8 formats at 1 split, 2-6% slower for bf16 at 1 split), so the spaces of H <= 32 stay
     as they were. l2_prefetch is off or 2 tiles ahead (H200, session 7: 2 beat 1 and 4 in every
-    row measured; 1 was often slower than off). The arch's default config is always inside the space.
+    row measured; 1 was often slower than off). gluon (sm90, where the Gluon kernel runs the spec:
+    gen/gluon.py) picks the warp-specialized kernel, whose tiling is fixed but for block_h, num_splits and,
+    with 16 or 32 heads a program, num_stages and num_warps (12: two dequantizing warp groups, fp8 caches);
+    the space's other combinations with it are rejected before compiling (``static_reason``). The arch's
+    default config is always inside the space.
     """
     a = ARCHS[arch or spec.arch]
     total = spec.topk + spec.extra_topk
@@ -62,6 +67,10 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     }
     if 64 in space["block_h"] and 8 in space["num_warps"]:
         space["p_exchange"] = [False, True]
+    if a.name == "sm90" and not unsupported(replace(spec, arch=a.name)):
+        space["gluon"] = [False, True]
+        if spec.kv_format != "auto" and min(space["block_h"]) < 64:
+            space["num_warps"] = sorted(space["num_warps"] + [12])
     for T in (1, 4096):  # the default changes with T only through num_splits
         for k, v in default_config(replace(spec, arch=a.name), T).to_dict().items():
             if k in space and v not in space[k]:
@@ -110,15 +119,15 @@ def _key(spec: KernelSpec, config: Config, arch: str) -> str:
 
 
 def compile_cache_path() -> Path:
-    """One file per (template, code that renders and compiles it, Triton version)."""
+    """One file per (templates, code that renders and compiles them, Triton version)."""
     import hashlib
     import inspect
 
     import triton
 
-    from . import compile_check, layout, render
-    h = hashlib.sha256(template_source("sparse_mla.py.jinja").encode())
-    for mod in (render, compile_check, layout):
+    from . import compile_check, gluon, layout, render
+    h = hashlib.sha256("\0".join(template_source(n) for n in ATTENTION_TEMPLATES).encode())
+    for mod in (render, compile_check, layout, gluon):
         h.update(inspect.getsource(mod).encode())
     return cache_dir().parent / "compile" / f"{h.hexdigest()[:16]}-triton{triton.__version__}.json"
 

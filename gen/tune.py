@@ -12,7 +12,8 @@ T) -> Measurement`` checks and times it. A wrong result, a crash or a hang is st
 (user attr "fail") and never a candidate. The arch's default config is enqueued first (and
 exempt from the spill bound), so the result is never worse than the default; with TPE the
 table's current config for the bucket and its on/off twins follow (``incumbent_seeds``), then
-the default's split-count neighbours (``split_seeds``). A config seen
+the default's split-count neighbours (``split_seeds``), then on sm90 the Gluon kernel's tilings
+(``gluon_seeds``; ``Config.gluon`` is a searched field there). A config seen
 before is not measured again ("duplicate_of"). The budget counts measured configs; seeds not
 yet measured keep their places in it, so with trials in flight sampled configs cannot crowd them out.
 
@@ -38,12 +39,12 @@ import optuna
 from optuna.trial import TrialState
 
 from .gpu_measure import Measurement, failed
-from .render import cache_dir, template_hash
+from .render import attention_template_hash, cache_dir
 from .search_space import ON_OFF, PARAMS, CompileConstraint, all_configs, search_space, space_size, static_reason
 from .spec import ARCHS, Config, KernelSpec, config_label, default_config
 from .suite import SUITE_FORMATS, suite_specs
-from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, load_tables,
-                          package_dir, software_provenance, today, user_dir, write_table)
+from .tuned_table import (BUCKETS, REFERENCE_GPUS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname,
+                          load_tables, package_dir, software_provenance, today, user_dir, write_table)
 
 __all__ = ["BUCKETS", "bucket_for", "Measurement", "TuneSettings", "run_study", "best_trial",
            "study_entry", "static_entries", "tune_main"]
@@ -82,10 +83,10 @@ def study_default(spec: KernelSpec, bucket: int, settings: TuneSettings) -> Conf
 
 
 def study_name(spec: KernelSpec, bucket: int, gpu: str) -> str:
-    """GPU, spec key and bucket, plus the template and Triton they were measured with."""
+    """GPU, spec key and bucket, plus the templates and Triton they were measured with."""
     import triton
     tv = ".".join(triton.__version__.split(".")[:2])
-    return f"{gpu}/{spec.key}/T{bucket}/{template_hash(spec.template)[:8]}-triton{tv}"
+    return f"{gpu}/{spec.key}/T{bucket}/{attention_template_hash()[:8]}-triton{tv}"
 
 
 def default_journal(gpu: str) -> Path:
@@ -331,6 +332,30 @@ def split_seeds(spec: KernelSpec, default: Config, space: dict) -> list[Config]:
     return out
 
 
+def gluon_seeds(spec: KernelSpec, bucket: int, space: dict) -> list[Config]:
+    """Where the space holds the Gluon kernel (sm90): its tilings at the split count that makes about two
+    waves of their programs, half and twice it, measured after the other seeds. The wide kernel (64 heads a
+    program) where the space reaches 64 heads; the narrow one (16 or 32 heads a program as wgmma's N, with
+    16 also one stage, two programs per SM) up to 32 heads, and at T=1 (H200: 16-head programs won every
+    T=1 row with 64 or 128 heads, session 16). The sampler goes on from whichever wins."""
+    if True not in space.get("gluon", ()):
+        return []
+    tilings = [(64, 8, 2)] if 64 in space["block_h"] else []
+    if spec.num_heads <= 32 or bucket == 1:
+        tilings += [(16, 8, 2), (16, 8, 1)] + ([(32, 8, 2)] if spec.num_heads > 16 else [])
+    sms, total = ARCHS[spec.arch].num_sms, spec.topk + spec.extra_topk
+    out = []
+    for block_h, warps, stages in tilings:
+        programs, s = bucket * -(-spec.num_heads // block_h), 1
+        while programs * s < 2 * sms and s < 64 and total // (s * 2) >= 64:
+            s *= 2
+        for n in sorted({max(1, s // 2), s, 2 * s}):
+            c = Config(block_h, 64, n, warps, stages, gluon=True)
+            if in_space(c, space) and not static_reason(spec, c) and c not in out:
+                out.append(c)
+    return out
+
+
 def in_space(config: Config, space: dict) -> bool:
     """Whether the sampler could propose ``config`` (a field the space does not search must
     keep its Config default)."""
@@ -345,23 +370,23 @@ def incumbent_seeds(spec: KernelSpec, space: dict, incumbent: Config | None) -> 
     instead of from scratch."""
     if incumbent is None:
         return []
-    # The tuner searches the Triton kernel (a trial's params do not carry Config.gluon): a Gluon
-    # entry seeds it with the Triton kernel of the same tiling; benchmarks/gluon_select.py decides
-    # between the two kernels, and merge_tuned.py --only-faster keeps a faster Gluon entry.
-    incumbent = replace(incumbent, gluon=False)
+    if "gluon" not in space:  # (a space without the Gluon kernel: its entry seeds the same tiling in Triton)
+        incumbent = replace(incumbent, gluon=False)
     cands = [incumbent]
     for p in reversed(ON_OFF):
         others = [v for v in space.get(p, ()) if v != getattr(incumbent, p)]
         if len(space.get(p, ())) == 2 and others:
             cands.append(replace(incumbent, **{p: others[0]}))
+    if "gluon" in space:  # the same tiling in the other kernel, where it is one of its tilings
+        cands.append(replace(incumbent, gluon=not incumbent.gluon))
     return [c for c in cands if in_space(c, space) and not static_reason(spec, c)]
 
 
 def prepare_study(spec: KernelSpec, bucket: int, storage, gpu: str, settings: TuneSettings,
                   worker: int = 0, stale_after: float | None = None, incumbent: Config | None = None):
     """Create or load the study; enqueue the default first, then the seeds (``incumbent_seeds``,
-    ``split_seeds``); fail trials left RUNNING by a run that died (older than ``stale_after``
-    s, default 2 x timeout + 10 min)."""
+    ``split_seeds``, ``gluon_seeds``); fail trials left RUNNING by a run that died (older than
+    ``stale_after`` s, default 2 x timeout + 10 min)."""
     space = study_space(spec, settings)
     default = study_default(spec, bucket, settings)
     study = optuna.create_study(study_name=study_name(spec, bucket, gpu), storage=storage,
@@ -373,7 +398,8 @@ def prepare_study(spec: KernelSpec, bucket: int, storage, gpu: str, settings: Tu
         study.enqueue_trial(default.to_dict(), user_attrs={"baseline": True})
     if settings.sampler != "grid" and not any(t.user_attrs.get("seed") for t in trials):  # also on resume
         seeds = [default]
-        for cfg in incumbent_seeds(spec, space, incumbent) + split_seeds(spec, default, space):
+        for cfg in (incumbent_seeds(spec, space, incumbent) + split_seeds(spec, default, space)
+                    + gluon_seeds(spec, bucket, space)):
             if cfg not in seeds:
                 seeds.append(cfg)
                 study.enqueue_trial(cfg.to_dict(), user_attrs={"seed": True})
@@ -442,7 +468,7 @@ def static_config(spec: KernelSpec, num_tokens: int, constraint: CompileConstrai
     d = default_config(spec, num_tokens)
     space = search_space(spec)
     cands = [c for c in all_configs(space) if c.num_splits == d.num_splits
-             and all(getattr(c, p) == getattr(d, p) for p in ON_OFF)  # the default's features, on or off
+             and all(getattr(c, p) == getattr(d, p) for p in ON_OFF + ("gluon",))  # the default's features
              and c.block_h <= d.block_h
              and c.block_n <= d.block_n and c.num_stages <= d.num_stages]
     cands.sort(key=lambda c: (d.block_h // c.block_h, d.block_n // c.block_n, d.num_stages - c.num_stages,
@@ -525,11 +551,15 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
     jobs = [(spec.key, b) for spec, buckets in specs for b in buckets]
     constraint = CompileConstraint(settings.max_spill, jobs=settings.parallel)
     # Seeds from the tables, also those of other software (a new template, Triton): each seed is
-    # measured again; session 7 lost its incumbents when the template hash changed.
+    # measured again; session 7 lost its incumbents when the template hash changed. A GPU without an
+    # entry of its own is seeded from its arch's reference part's (an H100 from the H200's winners).
     held = load_tables(gpu, check_provenance=False)
     for key, b in jobs:  # before any worker starts: enqueue defaults and seeds, clear stale trials
         spec = KernelSpec.from_key(key)
         entry = held.get(key, {}).get(b)
+        ref = REFERENCE_GPUS.get(spec.arch)
+        if entry is None and ref and ref != gpu:
+            entry = load_tables(ref, check_provenance=False).get(key, {}).get(b)
         prepare_study(spec, b, storage, gpu, settings, incumbent=entry.config if entry else None)
         if settings.sampler == "grid":  # every worker then finds the reports in the cache file
             constraint.precompile(spec, all_configs(search_space(spec)), jobs=os.cpu_count() or 1)

@@ -195,14 +195,22 @@ def test_the_incumbent_and_its_twins_are_measured_after_the_default():
     space = search_space(spec)
     inc = Config(64, 64, 1, 8, 2)
     # newest field first: l2_prefetch, p_exchange, index_prefetch
+    # (then the same tiling in the other kernel: the space holds the Gluon kernel on sm90)
     assert incumbent_seeds(spec, space, inc) == [inc, Config(64, 64, 1, 8, 2, l2_prefetch=2),
                                                  Config(64, 64, 1, 8, 2, False, True),
-                                                 Config(64, 64, 1, 8, 2, True)]
+                                                 Config(64, 64, 1, 8, 2, True), replace(inc, gluon=True)]
     on = Config(64, 64, 1, 8, 2, l2_prefetch=2)
     assert incumbent_seeds(spec, space, on)[1] == Config(64, 64, 1, 8, 2)  # a feature on is turned off
     assert incumbent_seeds(spec, space, None) == []
-    # a Gluon entry seeds the (Triton) search with its tiling: trials cannot carry Config.gluon
-    assert incumbent_seeds(spec, space, Config(64, 64, 1, 8, 2, gluon=True))[0] == inc
+    # a Gluon entry is measured again, then its tiling in Triton (its on/off twins are no Gluon tilings); a
+    # Triton entry seeds its tiling in Gluon only where it is one; without the Gluon kernel in the space (sm120),
+    # a Gluon entry seeds its tiling in Triton
+    gl = Config(64, 64, 1, 8, 2, gluon=True)
+    assert incumbent_seeds(spec, space, gl) == [gl, inc]
+    assert not any(c.gluon for c in incumbent_seeds(spec, space, replace(inc, block_n=32)))
+    sm120 = KernelSpec(arch="sm120", num_heads=16)
+    assert incumbent_seeds(sm120, search_space(sm120), Config(16, 64, 1, 4, 2, gluon=True))[0] == \
+        Config(16, 64, 1, 4, 2)
     # a twin the space or the static rule excludes is left out (p_exchange with 4 warps)
     w4 = Config(64, 64, 1, 4, 2)
     assert incumbent_seeds(spec, space, w4) == [w4, Config(64, 64, 1, 4, 2, l2_prefetch=2), Config(64, 64, 1, 4, 2, True)]
@@ -220,6 +228,40 @@ def test_the_incumbent_and_its_twins_are_measured_after_the_default():
                       constraint=constraint(), out=None)
     assert [trial_config(t) for t in study.trials[:len(queued)]] == queued
     assert trial_config(best_trial(study)).block_n == 64 and best_trial(study).value == fake_time(inc)
+
+
+def test_the_gluon_kernel_is_searched_on_sm90():
+    from sparsemla.gen.tune import gluon_seeds
+    wide = KernelSpec(arch="sm90", num_heads=128)
+    assert search_space(wide)["gluon"] == [False, True]
+    fp8_16 = KernelSpec(arch="sm90", num_heads=16, kv_format="fp8_e4m3")
+    assert search_space(fp8_16)["num_warps"] == [4, 8, 12]  # two dequantizing warp groups
+    assert "12" in static_reason(fp8_16, Config(16, 64, 1, 12, 2))  # ... of the Gluon kernel only
+    for spec in (KernelSpec(arch="sm120", num_heads=128), replace(wide, extra_topk=128), replace(wide, q_dtype="fp16")):
+        assert "gluon" not in search_space(spec) and gluon_seeds(spec, 1, search_space(spec)) == []
+    # Rejected before compiling: the space's other fields with the Gluon kernel's fixed tiling.
+    assert "gluon=True" in static_reason(wide, Config(64, 32, 1, 8, 2, gluon=True))
+    # Seeds: the wide kernel at about two waves of programs, half and twice that; 16 and 32 heads a program
+    # too at T=1 (and always below 64 heads), 16 with one stage as well.
+    assert gluon_seeds(wide, 128, search_space(wide)) == [Config(64, 64, n, 8, 2, gluon=True) for n in (1, 2, 4)]
+    t1 = gluon_seeds(wide, 1, search_space(wide))
+    assert {(c.block_h, c.num_stages) for c in t1} == {(64, 2), (16, 2), (16, 1), (32, 2)}
+    assert [c.num_splits for c in t1 if c.block_h == 16 and c.num_stages == 1] == [16, 32]  # (64: < 64 keys)
+    seeds = gluon_seeds(fp8_16, 256, search_space(fp8_16))
+    assert seeds == [Config(16, 64, n, 8, st, gluon=True) for st in (2, 1) for n in (1, 2, 4)]
+    for spec, b in ((wide, 1), (wide, 128), (fp8_16, 256)):
+        assert all(not static_reason(spec, c) for c in gluon_seeds(spec, b, search_space(spec)))
+
+    # A study where the Gluon kernel is faster ships it: its seeds are measured, and the winner keeps gluon=True.
+    def measure(spec, cfg, T):
+        return Measurement(fake_time(cfg) / (3 if cfg.gluon else 1), 1e-3, True)
+
+    study = run_study(fp8_16, 256, measure, storage=optuna.storages.InMemoryStorage(),
+                      settings=TuneSettings(12), constraint=constraint(), out=None)
+    measured = [trial_config(t) for t in measured_trials(study)]
+    assert all(c in measured for c in seeds)
+    entry = study_entry(study, 256)
+    assert entry.config.gluon and entry.config.block_h == 16 and not static_reason(fp8_16, entry.config)
 
 
 def test_finalists_are_remeasured_and_ranked_by_median():
