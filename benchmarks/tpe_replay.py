@@ -36,7 +36,7 @@ def grid_landscapes(journal: str, merge_tpe: bool = False) -> list[dict]:
     (1.3-1.7% sd on the ~12 us kernels) otherwise crowns a config that drew lucky: fp8 H=16 T=4's
     grid best, 11.57 us, measured 12.46 in the TPE run, where the runs' median ratio is 1.02."""
     import optuna
-    from sparsemla.gen.search_space import compiled_variant, search_space, space_size, static_reason
+    from sparsemla.gen.search_space import compiled_variant, restricted, search_space, space_size, static_reason
     from sparsemla.gen.spec import KernelSpec
     from sparsemla.gen.tune import _params, best_trial, measured_trials, trial_config
 
@@ -66,7 +66,7 @@ def grid_landscapes(journal: str, merge_tpe: bool = False) -> list[dict]:
                 times[repr(cfg)] = None
         known = len(times) + len({_params(t) for t in study.trials if "rejected" in t.user_attrs})
         fields = sorted({p for t in study.trials for p in t.params})
-        if known < 0.97 * space_size({k: v for k, v in search_space(spec).items() if k in fields}):
+        if known < 0.97 * space_size(restricted(search_space(spec), fields)):
             continue  # an unfinished grid is not a landscape (a few interrupted trials are: they fail)
         seen.append([key, bucket])
         grid_best = best.value

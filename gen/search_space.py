@@ -78,6 +78,17 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     return space
 
 
+def restricted(space: dict, fields) -> dict:
+    """``space`` searching only ``fields`` (None: all); without gluon, also without the values only the Gluon
+    kernel takes (num_warps 12), so a study of the Triton kernel's fields keeps the space it had before."""
+    if fields is None:
+        return space
+    out = {k: v for k, v in space.items() if k in fields}
+    if "gluon" not in out and "num_warps" in out:
+        out["num_warps"] = [w for w in out["num_warps"] if w != 12]
+    return out
+
+
 def space_size(space: dict) -> int:
     n = 1
     for v in space.values():

@@ -40,7 +40,8 @@ from optuna.trial import TrialState
 
 from .gpu_measure import Measurement, failed
 from .render import attention_template_hash, cache_dir
-from .search_space import ON_OFF, PARAMS, CompileConstraint, all_configs, search_space, space_size, static_reason
+from .search_space import (ON_OFF, PARAMS, CompileConstraint, all_configs, restricted, search_space, space_size,
+                           static_reason)
 from .spec import ARCHS, Config, KernelSpec, config_label, default_config
 from .suite import SUITE_FORMATS, suite_specs
 from .tuned_table import (BUCKETS, REFERENCE_GPUS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname,
@@ -70,8 +71,7 @@ class TuneSettings:
 
 def study_space(spec: KernelSpec, settings: TuneSettings) -> dict:
     """The spec's search space, restricted to ``settings.fields``."""
-    space = search_space(spec)
-    return space if settings.fields is None else {k: v for k, v in space.items() if k in settings.fields}
+    return restricted(search_space(spec), settings.fields)
 
 
 def study_default(spec: KernelSpec, bucket: int, settings: TuneSettings) -> Config:

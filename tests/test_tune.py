@@ -237,6 +237,9 @@ def test_the_gluon_kernel_is_searched_on_sm90():
     fp8_16 = KernelSpec(arch="sm90", num_heads=16, kv_format="fp8_e4m3")
     assert search_space(fp8_16)["num_warps"] == [4, 8, 12]  # two dequantizing warp groups
     assert "12" in static_reason(fp8_16, Config(16, 64, 1, 12, 2))  # ... of the Gluon kernel only
+    from sparsemla.gen.tune import study_space  # a study of the Triton kernel's fields keeps its old space
+    assert study_space(fp8_16, TuneSettings(fields=("block_n", "num_warps")))["num_warps"] == [4, 8]
+    assert study_space(fp8_16, TuneSettings(fields=("num_warps", "gluon")))["num_warps"] == [4, 8, 12]
     for spec in (KernelSpec(arch="sm120", num_heads=128), replace(wide, extra_topk=128), replace(wide, q_dtype="fp16")):
         assert "gluon" not in search_space(spec) and gluon_seeds(spec, 1, search_space(spec)) == []
     # Rejected before compiling: the space's other fields with the Gluon kernel's fixed tiling.
