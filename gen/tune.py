@@ -553,16 +553,18 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
     # Seeds from the tables, also those of other software (a new template, Triton): each seed is
     # measured again; session 7 lost its incumbents when the template hash changed. A GPU without an
     # entry of its own is seeded from its arch's reference part's (an H100 from the H200's winners).
-    held = load_tables(gpu, check_provenance=False)
+    held = {gpu: load_tables(gpu, check_provenance=False)}
     for key, b in jobs:  # before any worker starts: enqueue defaults and seeds, clear stale trials
         spec = KernelSpec.from_key(key)
-        entry = held.get(key, {}).get(b)
+        entry = held[gpu].get(key, {}).get(b)
         ref = REFERENCE_GPUS.get(spec.arch)
         if entry is None and ref and ref != gpu:
-            entry = load_tables(ref, check_provenance=False).get(key, {}).get(b)
+            if ref not in held:
+                held[ref] = load_tables(ref, check_provenance=False)
+            entry = held[ref].get(key, {}).get(b)
         prepare_study(spec, b, storage, gpu, settings, incumbent=entry.config if entry else None)
         if settings.sampler == "grid":  # every worker then finds the reports in the cache file
-            constraint.precompile(spec, all_configs(search_space(spec)), jobs=os.cpu_count() or 1)
+            constraint.precompile(spec, all_configs(study_space(spec, settings)), jobs=os.cpu_count() or 1)
     constraint.close()  # its compile processes are idle from here; reopened on demand
     visible = _visible_gpus()
     n = len(visible) if workers <= 0 else min(workers, len(visible))

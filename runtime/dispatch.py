@@ -57,12 +57,12 @@ def table_gpus(device: torch.device, arch: str) -> tuple[str, ...]:
     return gpu, ref
 
 
-_reported_stand_in_tables: set = set()
+_reported_references: set = set()
 
 
 def _report_reference(gpu: str, ref: str, spec: KernelSpec) -> None:
-    if (gpu, ref) not in _reported_stand_in_tables:
-        _reported_stand_in_tables.add((gpu, ref))
+    if (gpu, ref) not in _reported_references:
+        _reported_references.add((gpu, ref))
         log.warning("sparsemla: %s has no tuned entry for %s: running the tuned configs of %s (the reference "
                     "part of %s) wherever %s has none (reported once); `sparsemla tune` tunes this GPU", gpu,
                     spec.key, ref, spec.arch, gpu)
