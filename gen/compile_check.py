@@ -15,7 +15,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 
-from .render import interpreting, load_compilable_module
+from .render import COMPILE_OPTIONS, interpreting, load_compilable_module
 from .spec import ARCHS, Config, KernelSpec
 
 _PTR = {"q": "q", "out": "q", "kv_elem": "q", "x_kv_elem": "q", "kv_fp8": "u8", "x_kv_fp8": "u8",
@@ -145,7 +145,7 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
         options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     sig, attrs = _signature(fn, spec, constexprs)
     return triton.compile(source(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
-                          options=options)
+                          options={**COMPILE_OPTIONS, **options})
 
 
 def sass_text(cubin: bytes) -> str:

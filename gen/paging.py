@@ -346,7 +346,7 @@ def compile_tma(spec: PageSplitSpec, arch: str, stages: int):
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    from .render import load_compilable_module
+    from .render import COMPILE_OPTIONS, load_compilable_module
 
     unit = PageSplitTma(PageSplitSpec(spec.src_page_size, spec.dst_page_size, arch))
     ctx, lay = unit.template_context(), tma_layout()
@@ -357,7 +357,8 @@ def compile_tma(spec: PageSplitSpec, arch: str, stages: int):
     fn = load_compilable_module(unit).page_split_tma_kernel
     attrs = {(4,): [["tt.divisibility", 16]], (5,): [["tt.divisibility", 16]]}  # pages, count
     return triton.compile(GluonASTSource(fn, sig, dict(STAGES=stages), attrs),
-                          target=GPUTarget("cuda", ARCHS[arch].cc, 32), options={"num_warps": 1})
+                          target=GPUTarget("cuda", ARCHS[arch].cc, 32),
+                          options={**COMPILE_OPTIONS, "num_warps": 1})
 
 
 # Argument types of the generated kernels, by name, for compiling without a GPU.
@@ -409,7 +410,7 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from .render import load_compilable_module
+    from .render import COMPILE_OPTIONS, load_compilable_module
 
     arch = arch or spec.arch
     if arch not in ARCHS:
@@ -434,7 +435,7 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
         try:
             compiled = triton.compile(ASTSource(fn, sig, constexprs, attrs),
                                       target=GPUTarget("cuda", ARCHS[arch].cc, 32),
-                                      options={"num_warps": cfg.num_warps})
+                                      options={**COMPILE_OPTIONS, "num_warps": cfg.num_warps})
         except Exception as e:
             raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: "
                                f"{type(e).__name__}: {e}") from e

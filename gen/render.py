@@ -47,6 +47,9 @@ def template_hash(name: str) -> str:
     return hashlib.sha256(template_source(name).encode()).hexdigest()[:16]
 
 
+# Compile options every generated kernel gets, whatever Triton's defaults: FMA contraction, as every kernel was
+# measured and tuned with (Triton up to 3.9 contracts by default and warns that 3.10 will not).
+COMPILE_OPTIONS = {"enable_fp_fusion": True}
 # The templates the attention configs of a tuned table run: the Triton kernel's and the Gluon one's.
 ATTENTION_TEMPLATES = ("sparse_mla.py.jinja", "sparse_mla_gluon.py.jinja")
 

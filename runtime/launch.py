@@ -21,6 +21,8 @@ import os
 
 import torch
 
+from sparsemla.gen.render import COMPILE_OPTIONS
+
 ENABLED = os.environ.get("SPARSEMLA_FAST_LAUNCH", "1") != "0"
 
 _compiled: dict = {}  # launch key -> its CompiledKernel, or None (launched through the JIT only)
@@ -83,7 +85,7 @@ def launch(jit_fn, grid, *args, num_warps: int = 4, **constexprs):
     """``jit_fn[grid](*args, **constexprs, num_warps=num_warps)``, through the compiled launcher
     once this key has been launched through the JIT (see the module docstring)."""
     if not ENABLED or not _direct_ok(args):
-        return jit_fn[grid](*args, num_warps=num_warps, **constexprs)
+        return jit_fn[grid](*args, num_warps=num_warps, **COMPILE_OPTIONS, **constexprs)
     device = torch.cuda.current_device()
     key = (jit_fn, device, num_warps, tuple(sorted(constexprs.items())), tuple(arg_key(a) for a in args))
     known = _compiled.get(key, _MISSING)
@@ -92,7 +94,7 @@ def launch(jit_fn, grid, *args, num_warps: int = 4, **constexprs):
         known.run(g[0], g[1], g[2], _stream(device), known.function, known.packed_metadata,
                   None, None, None, *ordered_args(jit_fn, args, constexprs))
         return known
-    compiled = jit_fn[grid](*args, num_warps=num_warps, **constexprs)
+    compiled = jit_fn[grid](*args, num_warps=num_warps, **COMPILE_OPTIONS, **constexprs)
     if known is _MISSING:  # first launch of this key: keep the kernel if its launcher can be called directly
         # JITFunction.run (Triton 3.6 and 3.9) ends with the same call: grid x3, stream, function,
         # packed metadata, launch metadata and two hooks (None: no hook is set), every argument.

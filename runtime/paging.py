@@ -14,7 +14,7 @@ import torch
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
 from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, TMA_ROW_BYTES, ConvertIndicesSpec, PackValidPrefixSpec,
                                   PageSplitSpec, PageSplitTma, PagingConfig, tma_layout)
-from sparsemla.gen.render import interpreting, load_module
+from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 
 from .api import device_arch
 from .launch import launch
@@ -417,7 +417,8 @@ def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count):
     desc = [TensorDescriptor(t, list(t.shape), [width, 1], [rows, width], lay)
             for rows in (ctx["box_rows"], ctx["scale_rows"]) for t in (src2, dst2)]
     grid = (_num_sms(dev),)
-    return lambda: tmod.page_split_tma_kernel[grid](*desc, pages, count, N, STAGES=stages, num_warps=1)
+    return lambda: tmod.page_split_tma_kernel[grid](*desc, pages, count, N, STAGES=stages, num_warps=1,
+                                                    **COMPILE_OPTIONS)
 
 
 def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:

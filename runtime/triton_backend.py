@@ -17,7 +17,7 @@ import os
 import torch
 
 from sparsemla.gen.gluon import SYNC_FLOATS, GluonKernel, gluon_launch_options
-from sparsemla.gen.render import interpreting, load_module
+from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
 from .kvcache import KVCacheView
@@ -163,7 +163,7 @@ class _Kernel:
 
     def __init__(self, jit_fn, grid, args: _Args, constexprs: dict, options: dict, device: torch.device):
         self.jit_fn, self.grid, self.args, self.constexprs = jit_fn, grid, args, constexprs
-        self.kw = {**constexprs, **options}
+        self.kw = {**constexprs, **COMPILE_OPTIONS, **options}
         self.proxy = jit_fn[grid]  # grid and proxy made once
         self.device = device
         self.direct = None

@@ -563,4 +563,5 @@ def test_a_fused_launch_has_no_combine_kernel(monkeypatch, heads, splits, fused)
     out = torch.empty(T, heads, 512, dtype=torch.bfloat16)
     launch = triton_backend.TritonLaunch(spec, Config(64, 64, splits, 8, 2, gluon=True), q, view, idx, out, None)
     assert launch.fwd.constexprs["FUSED"] == (splits if fused else 0)
+    assert launch.fwd.kw["enable_fp_fusion"] is True  # (gen.render.COMPILE_OPTIONS, at every launch)
     assert (launch.combine is None) == fused
