@@ -2,9 +2,10 @@
 
 The tuned table of the device's GPU (``sparsemla.gen.tuned_table``) is read once per
 process. Where a spec has no entry of its own, a stand-in's is used (``stand_ins``): the tables are
-tuned on plain calls with the suite's head counts and page sizes, and a sink or LSE output changes
-only the epilogue, a head count between two tuned ones the masked rows of the same head blocks, the
-page size only the gathered rows' addresses. A GPU whose own table has no such entry runs its arch's
+tuned on plain calls with the suite's head counts, page sizes and top-k length (2048), and a sink or
+LSE output changes only the epilogue, a head count between two tuned ones the masked rows of the same
+head blocks, the page size only the gathered rows' addresses, the top-k length only how many tiles
+the programs walk. A GPU whose own table has no such entry runs its arch's
 reference part's (``tuned_table.REFERENCE_GPUS``: an H100 the H200's; only for the compute capability
 that arch names, reported once; ``SPARSEMLA_REFERENCE_TABLE=0`` turns that off); with none of these, the
 arch's ``default_config``.
@@ -12,6 +13,7 @@ On the CPU (Triton's interpreter) the GPU name comes from ``$SPARSEMLA_GPU``, if
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import replace
 from functools import lru_cache
@@ -74,24 +76,29 @@ def _table(gpu: str, family: str) -> dict[str, tuple[tuple[int, ...], dict[int, 
 
 
 @lru_cache(maxsize=None)
-def _page_sizes(gpu: str, family: str) -> tuple[int, ...]:
-    """The page sizes the table's specs were tuned with."""
-    return tuple(sorted({KernelSpec.from_key(k).page_size for k in _table(gpu, family)}))
+def _tuned_shapes(gpu: str, family: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The page sizes and top-k lengths the table's specs were tuned with."""
+    specs = [KernelSpec.from_key(k) for k in _table(gpu, family)]
+    return tuple(sorted({s.page_size for s in specs})), tuple(sorted({s.topk for s in specs}))
 
 
-def stand_ins(spec: KernelSpec, page_sizes=()):
+def stand_ins(spec: KernelSpec, page_sizes=(), topks=()):
     """``spec``, then the specs whose tuned entry it may use, best first: the same call without a
     sink or LSE output at its page size, then at each of ``page_sizes``; then these at the powers of
     two above its head count up to 256 (e.g. 8 heads, a 128-head model on 16 GPUs, run 16 heads'
-    entry; its tiles mask the rows of the missing heads)."""
+    entry; its tiles mask the rows of the missing heads); then all of these at each of ``topks``, the
+    nearest (in ratio) first (a top-k list of another length runs the same tiles, more or fewer of
+    them; ``select_config`` trims a split count the shorter list cannot fill)."""
     yield spec
-    h = spec.num_heads
-    while h <= 256:
-        for page in (spec.page_size, *(p for p in page_sizes if p != spec.page_size)):
-            cand = replace(spec, has_sink=False, return_lse=False, num_heads=h, page_size=page)
-            if cand != spec:
-                yield cand
-        h = next_pow2(h + 1)
+    near = sorted((k for k in topks if k != spec.topk), key=lambda k: (abs(math.log2(k / spec.topk)), k))
+    for topk in (spec.topk, *near):
+        h = spec.num_heads
+        while h <= 256:
+            for page in (spec.page_size, *(p for p in page_sizes if p != spec.page_size)):
+                cand = replace(spec, has_sink=False, return_lse=False, num_heads=h, page_size=page, topk=topk)
+                if cand != spec:
+                    yield cand
+            h = next_pow2(h + 1)
 
 
 @lru_cache(maxsize=4096)
@@ -101,7 +108,7 @@ def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntr
     gpus = table_gpus(device, spec.arch)
     for gpu in gpus:
         table = _table(gpu, spec.family)
-        hit = next((table[s.key] for s in stand_ins(spec, _page_sizes(gpu, spec.family)) if s.key in table), None)
+        hit = next((table[s.key] for s in stand_ins(spec, *_tuned_shapes(gpu, spec.family)) if s.key in table), None)
         if hit is not None:
             if gpu != gpus[0]:
                 _report_reference(gpus[0], gpu, spec)
@@ -111,10 +118,15 @@ def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntr
 
 
 def select_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Config:
+    """The tuned entry's config (a stand-in's with its split count halved until every split of ``spec``'s
+    list holds a tile), else the arch's default."""
     entry = lookup(spec, num_tokens, device)
     if entry is not None:
+        cfg, total = entry.config, spec.topk + spec.extra_topk
+        while cfg.num_splits > 1 and total // cfg.num_splits < cfg.block_n:
+            cfg = replace(cfg, num_splits=cfg.num_splits // 2)
         try:
-            return entry.config.check(spec)  # (a stand-in's entry was checked for the stand-in)
+            return cfg.check(spec)  # (a stand-in's entry was checked for the stand-in)
         except ValueError:
             pass
     return default_config(spec, num_tokens, _num_sms(device))
@@ -122,7 +134,7 @@ def select_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Co
 
 def clear_cache() -> None:
     """Forget GPU names and tables read so far (after writing a table, or in tests)."""
-    for f in (_gpu, table_gpus, _table, _page_sizes, lookup):
+    for f in (_gpu, table_gpus, _table, _tuned_shapes, lookup):
         f.cache_clear()
     from .api import clear_call_cache  # sparse_mla keeps the configs it chose per call signature
     clear_call_cache()

@@ -512,7 +512,13 @@ def test_select_config_uses_tuned_table(tmp_path, monkeypatch):
         assert dispatch.select_config(replace(spec, page_size=64), 100, cpu) == c64
         assert dispatch.lookup(replace(spec, num_heads=65), 4, cpu) is None  # no tuned count above
         assert dispatch.select_config(replace(spec, num_heads=32), 100, cpu) == c64
-        other = KernelSpec(arch="sm90", num_heads=32, topk=1024)  # no entry, nor a stand-in's
+        # another top-k length runs the tuned length's entry, its split count trimmed to what the list fills
+        short = KernelSpec(arch="sm90", num_heads=32, topk=1024)
+        assert dispatch.select_config(short, 4, cpu) == c4 and dispatch.select_config(short, 100, cpu) == c64
+        assert dispatch.select_config(replace(short, topk=128), 4, cpu) == replace(c4, num_splits=2)
+        assert [s.topk for s in dispatch.stand_ins(replace(short, num_heads=256), (), (512, 2048, 4096, 8192))] \
+            == [1024, 512, 2048, 4096, 8192]  # (256 heads: one head count; the nearest length first)
+        other = KernelSpec(arch="sm90", num_heads=32, kv_format="fp8_e4m3")  # no entry, nor a stand-in's
         assert dispatch.lookup(other, 4, cpu) is None
         assert dispatch.select_config(other, 4, cpu) == default_config(other, 4)
         t0 = time.perf_counter()
