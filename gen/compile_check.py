@@ -21,7 +21,7 @@ from .spec import ARCHS, Config, KernelSpec
 _PTR = {"q": "q", "out": "q", "kv_elem": "q", "x_kv_elem": "q", "kv_fp8": "u8", "x_kv_fp8": "u8",
         "kv_bf16": "bf16", "x_kv_bf16": "bf16", "kv_f32": "fp32", "x_kv_f32": "fp32",
         "idx": "i32", "x_idx": "i32", "topk_len": "i32", "x_topk_len": "i32", "sink": "fp32",
-        "lse": "fp32", "o_part": "fp32", "lse_part": "fp32", "prof": "i64"}
+        "lse": "fp32", "o_part": "fp32", "lse_part": "fp32", "x_o_part": "fp32", "x_lse_part": "fp32", "prof": "i64"}
 _FLOATS = {"kv_scale", "x_kv_scale", "sm_scale"}
 _UNIT_STRIDES = {"stride_qd", "stride_od", "stride_ik", "x_stride_ik"}
 _DT = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}

@@ -69,7 +69,8 @@ def _log_choice(spec: KernelSpec, backend: str) -> None:
 
 
 class _Prepared:
-    """A validated call signature of the Triton path: its spec, config, cache views and launch.
+    """A validated call signature of the Triton path: its spec, config (a PartsLaunch's: one per part), cache
+    views and launch.
 
     ``sparse_mla`` keeps one per signature (``_calls``), so a repeated call skips validation
     and argument marshalling; only the index-range check, which reads values, runs again.
@@ -317,15 +318,24 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                        extra_topk_length=extra_topk_length)
         return (out, lse) if return_lse else out
     from sparsemla.runtime.dispatch import select_config
-    cfg = (config.check(spec) if config is not None else select_config(spec, T, dev))
+    parts = config is None and triton_backend.extra_parts(spec) and triton_backend.run_triton is _run_triton
+    if parts:  # one launch per cache, each with its own config, then a merge
+        cfg = tuple(select_config(s, T, dev) for s in triton_backend.part_specs(spec))
+    else:
+        cfg = config.check(spec) if config is not None else select_config(spec, T, dev)
     if triton_backend.run_triton is not _run_triton:  # replaced: it sees the call
         triton_backend.run_triton(spec, cfg, q, view, indices, float(sm_scale), out, lse, topk_length=topk_length,
                                   attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
                                   extra_topk_length=extra_topk_length)
         return (out, lse) if return_lse else out
-    launch = triton_backend.TritonLaunch(spec, cfg, q, view, indices, out, lse, topk_length=topk_length,
-                                         attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
-                                         extra_topk_length=extra_topk_length)
+    if parts:
+        launch = triton_backend.PartsLaunch(spec, cfg, q, view, indices, out, lse, topk_length=topk_length,
+                                            attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
+                                            extra_topk_length=extra_topk_length)
+    else:
+        launch = triton_backend.TritonLaunch(spec, cfg, q, view, indices, out, lse, topk_length=topk_length,
+                                             attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
+                                             extra_topk_length=extra_topk_length)
     launch(q, indices, float(sm_scale), out, lse, topk_length, attn_sink, extra_indices, extra_topk_length)
     if key is not None and not isinstance(kv_scale, torch.Tensor) and not isinstance(extra_kv_scale, torch.Tensor):
         # (a tensor kv_scale would be keyed by identity, but its value may change in place)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from dataclasses import replace
 
 import torch
 
@@ -42,6 +43,10 @@ _PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "1") != "0"
 # default, without split-K and not persistent, it writes through a stage (GluonKernel.staged_out; session 24,
 # benchmarks/results/session24/README.md, call 8: 1.025-1.087x in all 10 rows timed, ABBA).
 _STAGED_OUT = os.environ.get("SPARSEMLA_STAGED_OUT", "1") != "0"
+# SPARSEMLA_EXTRA_PARTS=1: a call with an extra cache runs as two launches and a merge (``PartsLaunch``), each
+# part with its own tuned config (the Gluon kernel's where it has one); by default one Triton kernel walks
+# both lists. Prepared in session 25 without a GPU: to be measured before it becomes a rule.
+_EXTRA_PARTS = os.environ.get("SPARSEMLA_EXTRA_PARTS", "0") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -315,19 +320,25 @@ class TritonLaunch:
     Built from example arguments: only their shapes, strides, dtypes and devices (and the
     cache views themselves) are kept, never the per-call tensors. A call must pass tensors
     of the same signature, and None exactly where the example had None.
+
+    With ``partials_at`` (a float offset into the workspace) the kernel writes split-K partials there, also
+    with one split, and nothing merges them: ``PartsLaunch`` runs two such launches and merges both.
     """
 
     def __init__(self, spec: KernelSpec, config: Config, q: torch.Tensor, view: KVCacheView,
                  indices: torch.Tensor, out: torch.Tensor, lse: torch.Tensor | None, *, topk_length=None,
                  attn_sink=None, extra_view: KVCacheView | None = None, extra_indices=None,
-                 extra_topk_length=None):
+                 extra_topk_length=None, partials_at: int | None = None):
         mod = load_module(spec)
         T, H, _ = q.shape
         self.fwd = self.combine = None
         self.gluon = config.gluon
+        self.ws_numel = 0
         if T == 0:
             return
         S = config.num_splits
+        split_k = S > 1 or partials_at is not None
+        self.ws_at = partials_at or 0
         self.device = q.device
         lse_strides = (lse.stride(0), lse.stride(1)) if lse is not None else (0, 0)
 
@@ -351,20 +362,21 @@ class TritonLaunch:
         fwd.fixed(*lse_strides)
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
-        fused = S > 1 and _fused(config, T, H)
-        persistent = _persistent(spec, config, grid, q.device)
+        merged = S > 1 and partials_at is None  # by a combine here, or in the kernel (FUSED)
+        fused = merged and _fused(config, T, H)
+        persistent = partials_at is None and _persistent(spec, config, grid, q.device)
         block_dv = combine_columns(S, spec.d_v)
         combine_grid = T * H * (spec.d_v // block_dv)
-        pdl = S > 1 and not fused and _pdl(config, grid, combine_grid, q.device)
+        pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
         # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
-        self.o_numel = T * H * S * spec.d_v if S > 1 else 0
-        self.lse_numel = T * H * S if S > 1 or config.p_exchange else 0
+        self.o_numel = T * H * S * spec.d_v if split_k else 0
+        self.lse_numel = T * H * S if split_k or config.p_exchange else 0
         x_numel = grid * mod.xchg_numel(config.block_h, config.block_n) if config.p_exchange else 0
         self.ws_numel = self.o_numel + (-(-self.lse_numel // 32) * 32 + x_numel if x_numel else self.lse_numel)
         self.ws_pos = len(fwd.values)
-        for used in (S > 1, S > 1 or config.p_exchange):
+        for used in (split_k, split_k or config.p_exchange):
             if used:
                 fwd.fixed(None)  # set by _attach_workspace
             else:
@@ -375,20 +387,20 @@ class TritonLaunch:
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
-            staged_out = _staged_out(config, persistent)
+            staged_out = partials_at is None and _staged_out(config, persistent)
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out))
             programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
                 else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
-                               dict(SPLIT_K=S > 1, PDL=pdl, FUSED=S if fused else 0),
+                               dict(SPLIT_K=split_k, PDL=pdl, FUSED=S if fused else 0),
                                gluon_launch_options(gmod), q.device)
         else:
             self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
-                               dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=S > 1,
+                               dict(BLOCK_H=config.block_h, BLOCK_N=config.block_n, SPLIT_K=split_k,
                                     INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange,
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
-        if S > 1 and not fused:
+        if merged and not fused:
             self._combine_kernel(mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl,
                                  _parts_first(combine_grid, q.device))
             self.combine.reserve = _combine_reserve(pdl, grid, combine_grid, q.device)
@@ -412,9 +424,10 @@ class TritonLaunch:
 
     def _attach_workspace(self) -> None:
         """Point the workspace arguments at the shared buffer (again, after a launch grew it)."""
-        ws = workspace(self.device, self.ws_numel)
+        ws = workspace(self.device, self.ws_at + self.ws_numel)[self.ws_at:]
         self.ws_buf = _workspaces[self.device]
         parts = [ws[:self.o_numel], ws[self.o_numel:]]  # lse_part runs on into the scratch
+        self.parts = parts
         for i, n in enumerate((self.o_numel, self.lse_numel)):
             if n:
                 self.fwd.args.values[self.ws_pos + i] = parts[i]
@@ -439,6 +452,65 @@ class TritonLaunch:
             last_compiled = compiled
         if self.combine is not None:
             self.combine(vals)
+
+
+def part_specs(spec: KernelSpec) -> tuple[KernelSpec, KernelSpec]:
+    """A call with an extra cache as two calls without one: the main cache's list, then the extra cache's (its
+    length and page size), both without the sink and the LSE output, which the merge applies."""
+    main = replace(spec, extra_topk=0, extra_page_size=1, has_sink=False, return_lse=False)
+    return main, replace(main, topk=spec.extra_topk, page_size=spec.extra_page_size)
+
+
+def extra_parts(spec: KernelSpec) -> bool:
+    """Whether a call with an extra cache runs as ``PartsLaunch`` (``SPARSEMLA_EXTRA_PARTS=1``; off by default:
+    not yet measured on a GPU, ``benchmarks/calls/extra_parts.py`` is prepared to)."""
+    return _EXTRA_PARTS and spec.extra_topk > 0
+
+
+class PartsLaunch:
+    """A call with an extra cache (e.g. DeepSeek-V4's SWA beside its compressed cache) as two launches, one per
+    cache, each writing split-K partials into the workspace, then one combine that merges both sets as the
+    splits of one list (the spec's ``sparse_mla_combine_parts``, which adds the sink and writes the LSE). Each
+    part is a call of one cache, so it can run the Gluon kernel (which walks one list) with its own tuned
+    config; the monolithic kernel with both lists is the Triton one. Called like ``TritonLaunch``."""
+
+    def __init__(self, spec: KernelSpec, configs: tuple[Config, Config], q: torch.Tensor, view: KVCacheView,
+                 indices: torch.Tensor, out: torch.Tensor, lse: torch.Tensor | None, *, topk_length=None,
+                 attn_sink=None, extra_view: KVCacheView, extra_indices: torch.Tensor, extra_topk_length=None):
+        (main_spec, x_spec), (main_cfg, x_cfg) = part_specs(spec), configs
+        self.main = TritonLaunch(main_spec, main_cfg, q, view, indices, out, None, topk_length=topk_length,
+                                 partials_at=0)
+        self.extra = TritonLaunch(x_spec, x_cfg, q, extra_view, extra_indices, out, None,
+                                  topk_length=extra_topk_length, partials_at=-(-self.main.ws_numel // 32) * 32)
+        self.combine = None
+        T, H, _ = q.shape
+        if T == 0:
+            return
+        S, XS = main_cfg.num_splits, x_cfg.num_splits
+        block_dv = combine_columns(S + XS, spec.d_v)
+        comb = _Args()
+        comb.fixed(None, None, None, None)  # both parts' partials (_attach)
+        comb.per_call(_SINK, attn_sink is not None)
+        comb.per_call(_OUT)
+        comb.fixed(out.stride(0), out.stride(1), out.stride(2))
+        comb.per_call(_LSE, lse is not None)
+        comb.fixed(*((lse.stride(0), lse.stride(1)) if lse is not None else (0, 0)), H)
+        self.combine = _Kernel(load_module(spec).sparse_mla_combine_parts, (T * H, spec.d_v // block_dv), comb,
+                               dict(SPLITS=S, X_SPLITS=XS, SPLITS_P2=next_pow2(S + XS), BLOCK_DV=block_dv),
+                               dict(num_warps=4), q.device)
+
+    def __call__(self, q: torch.Tensor, indices: torch.Tensor, sm_scale: float, out: torch.Tensor,
+                 lse: torch.Tensor | None = None, topk_length=None, attn_sink=None, extra_indices=None,
+                 extra_topk_length=None) -> None:
+        if self.combine is None:  # no query tokens
+            return
+        self.main(q, indices, sm_scale, out, None, topk_length)
+        self.extra(q, extra_indices, sm_scale, out, None, extra_topk_length)
+        parts = [*self.main.parts, *self.extra.parts]  # (a part re-points at a grown workspace when called)
+        if any(a is not b for a, b in zip(self.combine.args.values[:4], parts)):
+            self.combine.args.values[:4] = parts
+            self.combine.direct = None
+        self.combine((q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale))
 
 
 def run_triton(spec: KernelSpec, config: Config, q: torch.Tensor, view: KVCacheView,

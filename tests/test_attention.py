@@ -115,6 +115,55 @@ def test_extra_cache(kv_format, d_qk, page, x_page):
         _check(out, lse, ref_out, ref_lse, torch.float16)
 
 
+@pytest.mark.parametrize("kv_format,d_qk,page,x_page", [("model1", 512, 64, 256), ("fp8_e4m3", 576, None, None)])
+def test_extra_cache_as_two_launches(kv_format, d_qk, page, x_page, monkeypatch):
+    # triton_backend.PartsLaunch: one launch per cache writing split-K partials, then one merge (with the sink
+    # and the LSE); each part runs the config chosen for a call of its cache alone (here forced, with splits).
+    from sparsemla.runtime import api, dispatch, triton_backend
+    monkeypatch.setattr(triton_backend, "_EXTRA_PARTS", True)
+    api.clear_call_cache()
+    chosen = []
+
+    def select(spec, T, dev):  # the main list in 3 splits, the extra one in 1 or 2
+        cfg = Config(16, 16, 3 if spec.topk == 40 else 1 + len(chosen) % 2, 4, 1, l2_prefetch=2 * (spec.topk == 40))
+        chosen.append((spec, cfg))
+        return cfg
+
+    monkeypatch.setattr(dispatch, "select_config", select)
+    gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
+    T, H, topk, xtopk = 4, 16, 40, 24
+    cache, kw, deq = make_cache(kv_format, d_qk, 192, page, torch.float16, gen)
+    xcache, xkw, xdeq = make_cache(kv_format, d_qk, 512, x_page, torch.float16, gen)
+    idx = random_indices(T, topk, 192, gen)
+    xidx = random_indices(T, xtopk, 512, gen)
+    idx[0] = -1  # only the extra cache is valid for token 0, for token 3 nothing at all
+    idx[3] = -1
+    tlen = torch.tensor([topk, topk, 7, topk], dtype=torch.int32)
+    xlen = torch.tensor([xtopk, 0, 5, 0], dtype=torch.int32)
+    cache = poison_unreferenced(cache, kv_format, page or 1, torch.cat([idx[t, : int(tlen[t])] for t in range(T)]))
+    xcache = poison_unreferenced(xcache, kv_format, x_page or 1,
+                                 torch.cat([xidx[t, : int(xlen[t])] for t in range(T)]))
+    q = torch.randn(T, H, d_qk, generator=gen).half()
+    sink = torch.randn(H, generator=gen)
+    sink[0], sink[1] = math.inf, -math.inf
+    if kv_format == "model1":
+        kw["extra_page_size"] = x_page
+    if "kv_scale" in xkw:  # each fp8 cache has its own per-tensor scale
+        kw["extra_kv_scale"] = xkw["kv_scale"]
+    ref_out, ref_lse = reference64(q, deq, idx, 0.04, 512, topk_length=tlen, sink=sink, x_deq=xdeq, x_indices=xidx,
+                                   x_topk_length=xlen)
+    for _ in range(2):  # the second call: the prepared launch
+        out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, kv_format=kv_format, topk_length=tlen,
+                                        attn_sink=sink, extra_kv_cache=xcache, extra_indices=xidx,
+                                        extra_topk_length=xlen, return_lse=True, backend="triton", **kw)
+        _check(out, lse, ref_out, ref_lse, torch.float16, empty_rows=(3,))
+    (main, _), (extra, _) = chosen[:2]
+    assert len(chosen) == 2 and [type(p.launch) for p in api._calls.values()] == [triton_backend.PartsLaunch]
+    assert (main.topk, main.extra_topk, main.has_sink, extra.topk, extra.page_size) == \
+        (topk, 0, False, xtopk, x_page or 1)
+    assert (out[:, 0] == 0).all()  # a +inf sink takes all the weight
+
+
 def test_paged_auto_cache_with_permuted_pages_and_small_dims():
     gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
     T, H, topk, page, pages, d_qk, d_v = 5, 4, 37, 16, 12, 80, 64  # rope 16, odd topk, H < 16

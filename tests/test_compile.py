@@ -287,3 +287,39 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
         # group's 128 threads x 8); with a bf16 cache the gathers too
         q_copies = bh * 576 // 1024
         assert counts[f"fp8_ds_mla h{bh}"]["LDGSTS"] == q_copies and counts[f"auto h{bh}"]["LDGSTS"] > q_copies, counts
+
+
+_PARTS_SCRIPT = """
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from sparsemla.gen.compile_check import _ptxas_resources, _signature
+from sparsemla.gen.render import COMPILE_OPTIONS, load_compilable_module
+from sparsemla.gen.spec import ARCHS, KernelSpec
+out = {}
+for arch in ("sm90", "sm120"):
+    spec = KernelSpec(kv_format="model1", d_qk=512, page_size=64, num_heads=64, arch=arch, has_sink=True,
+                      return_lse=True, extra_topk=128, extra_page_size=256)
+    fn = load_compilable_module(spec).sparse_mla_combine_parts
+    consts = dict(SPLITS=16, X_SPLITS=2, SPLITS_P2=32, BLOCK_DV=256)
+    sig, attrs = _signature(fn, spec, consts)
+    compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
+                              options={**COMPILE_OPTIONS, "num_warps": 4})
+    out[arch] = _ptxas_resources(compiled.asm["ptx"], arch)
+print(json.dumps(out))
+"""
+
+
+def test_the_two_launch_merge_compiles():
+    # runtime/triton_backend.PartsLaunch's merge of the main and the extra cache's partials, for the GPUs
+    # (the CPU tests run it in the interpreter, tests/test_attention.py)
+    import json
+    import os
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "-c", _PARTS_SCRIPT], env=dict(os.environ, TRITON_INTERPRET="0"),
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    for arch, (regs, spills) in json.loads(res.stdout.strip().splitlines()[-1]).items():
+        assert regs > 0 and spills == 0, (arch, regs, spills)

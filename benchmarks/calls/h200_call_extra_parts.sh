@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Prepared in session 25 (no device time then), not yet run: a call with an extra cache (DeepSeek-V4's SWA beside
+# its compressed cache) as one Triton kernel (the runtime's default) or as two launches and a merge
+# (runtime/triton_backend.PartsLaunch, SPARSEMLA_EXTRA_PARTS=1), checked against the reference and timed ABBA
+# (benchmarks/calls/extra_parts.py). If parts win where the main list runs the Gluon kernel, make that the rule
+# (triton_backend.extra_parts) and say where it loses.
+#   bash benchmarks/calls/h200_call_extra_parts.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
+set -u
+export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
+check_tables
+timeout 420 python3 benchmarks/calls/extra_parts.py > "$OUT/extra_parts.log" 2>&1
+echo "== extra_parts rc=$?"; grep "correctness:\|FAIL\|Error\|error:" "$OUT/extra_parts.log" | head
+sed -n '/^| format/,$p' "$OUT/extra_parts.log"
+pack_out
