@@ -561,18 +561,21 @@ def test_tables_of_another_triton_and_of_the_reference_part(tmp_path, monkeypatc
 
     cpu = torch.device("cpu")
     monkeypatch.setenv("SPARSEMLA_GPU", "NVIDIA H100 80GB HBM3")
+    fp8, c_fp8 = replace(spec, kv_format="fp8_e4m3"), Config(64, 32, 2, 8, 2)
+    write_table(tmp_path / "user" / "NVIDIA_H200" / "sparse_mla.json", "NVIDIA_H200", {fp8.key: {4: _entry(c_fp8, 4)}},
+                prov)
     write_table(tmp_path / "user" / "NVIDIA_H100_80GB_HBM3" / "sparse_mla.json", "NVIDIA_H100_80GB_HBM3",
                 {spec.key: {16: _entry(c_h100, 16)}}, prov)
     other = replace(spec, num_heads=128, kv_format="fp8_e4m3")  # in no table
     dispatch.clear_cache()
     try:
         assert dispatch.table_gpus(cpu, "sm90") == ("NVIDIA_H100_80GB_HBM3", "NVIDIA_H200")
-        assert dispatch.select_config(spec, 20, cpu) == c_h100  # its own table first
-        assert dispatch.lookup(replace(spec, kv_format="fp8_e4m3"), 20, cpu) is None
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="sparsemla"):
-            # a spec only the H200 table holds (after the own table's stand-ins: none) runs the H200's entry
-            os.remove(tmp_path / "user" / "NVIDIA_H100_80GB_HBM3" / "sparse_mla.json")
+            assert dispatch.select_config(spec, 20, cpu) == c_h100  # its own table first
+            assert dispatch.select_config(fp8, 20, cpu) == c_fp8  # a spec only the H200's holds (reported once)
+            assert dispatch.select_config(replace(fp8, has_sink=True), 20, cpu) == c_fp8
+            os.remove(tmp_path / "user" / "NVIDIA_H100_80GB_HBM3" / "sparse_mla.json")  # no own table at all
             dispatch.clear_cache()
             assert dispatch.select_config(spec, 100, cpu) == c_new
             assert dispatch.select_config(spec, 5, cpu) == c_old
