@@ -57,7 +57,8 @@ def correctness(dev) -> bool:
             xidx[4] = -1
             tl_ = torch.randint(0, topk + 1, (T,), generator=gen, dtype=torch.int32)
             xl_ = torch.randint(0, xtopk + 1, (T,), generator=gen, dtype=torch.int32)
-            tl_[:3], xl_[:3] = torch.tensor([topk, 0, 1], dtype=torch.int32), torch.tensor([0, xtopk, 1], dtype=torch.int32)
+            tl_[:3] = torch.tensor([topk, 0, 1], dtype=torch.int32)
+            xl_[:3] = torch.tensor([0, xtopk, 1], dtype=torch.int32)
             sink = torch.randn(H, generator=gen)
             sink[0], sink[1] = math.inf, -math.inf
             cache = poison_unreferenced(cache, fmt, page or 1, torch.cat([idx[t, :int(tl_[t])] for t in range(T)]))
