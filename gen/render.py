@@ -191,6 +191,9 @@ def load_module(spec):
     A cached file that fails to import or holds another spec is reported, rendered again
     and replaced, never trusted.
     """
+    if interpreting():
+        from . import interpreter_compat
+        interpreter_compat.patch()
     path = module_path(spec)
     if path.exists():
         try:

@@ -207,3 +207,37 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     with pytest.raises(ValueError, match="Config.gluon=True .*not under TRITON_INTERPRET"):
         sparsemla.sparse_mla(q, kv, idx, sm_scale=0.1, backend="triton", config=Config(64, 64, 1, 8, 2, gluon=True),
                              compute_dtype="bf16")
+
+
+def test_interpreter_scalar_index_conversion_with_new_numpy():
+    # Triton 3.6's interpreter converts a loop bound with int() on a 1-element array, which NumPy 2.3+ refuses;
+    # gen.interpreter_compat squeezes it first, as Triton 3.9 does (every interpreted kernel's range() runs
+    # through it where NumPy refuses; with Triton 3.6 and NumPy 2.4 the whole CPU suite passes with it)
+    import types
+
+    import numpy as np
+    from triton.runtime import interpreter
+
+    from sparsemla.gen import interpreter_compat
+    from sparsemla.gen.render import load_module
+    load_module(KernelSpec(arch="sm120", num_heads=16))  # (under the interpreter: installs the patch)
+    try:
+        int(np.zeros(1))
+        refuses = False
+    except TypeError:
+        refuses = True
+    assert interpreter_compat.patch() == refuses
+    if refuses:
+        assert interpreter._patch_lang_tensor.__module__ == interpreter_compat.__name__
+
+        class Scope:
+            def set_attr(self, obj, name, value):
+                setattr(obj, name, value)
+
+        class Tensor:  # (only what the conversion reads)
+            pass
+
+        interpreter._patch_lang_tensor(Tensor, Scope())
+        t = Tensor()
+        t.handle = types.SimpleNamespace(data=np.array([7], dtype=np.int32))
+        assert range(0, t)[-1] == 6
