@@ -317,6 +317,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                        attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
                        extra_topk_length=extra_topk_length)
         return (out, lse) if return_lse else out
+    from sparsemla.runtime import dispatch
     from sparsemla.runtime.dispatch import select_config
     parts = config is None and triton_backend.extra_parts(spec) and triton_backend.run_triton is _run_triton
     if parts:  # one launch per cache, each with its own config, then a merge
@@ -328,15 +329,31 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                                   attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
                                   extra_topk_length=extra_topk_length)
         return (out, lse) if return_lse else out
-    if parts:
-        launch = triton_backend.PartsLaunch(spec, cfg, q, view, indices, out, lse, topk_length=topk_length,
-                                            attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
-                                            extra_topk_length=extra_topk_length)
-    else:
-        launch = triton_backend.TritonLaunch(spec, cfg, q, view, indices, out, lse, topk_length=topk_length,
-                                             attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
-                                             extra_topk_length=extra_topk_length)
-    launch(q, indices, float(sm_scale), out, lse, topk_length, attn_sink, extra_indices, extra_topk_length)
+
+    def launched(cfg):
+        """The prepared launch of ``cfg`` (a tuple: one config per cache, PartsLaunch), after its first call."""
+        kind = triton_backend.PartsLaunch if isinstance(cfg, tuple) else triton_backend.TritonLaunch
+        launch = kind(spec, cfg, q, view, indices, out, lse, topk_length=topk_length, attn_sink=attn_sink,
+                      extra_view=xview, extra_indices=extra_indices, extra_topk_length=extra_topk_length)
+        launch(q, indices, float(sm_scale), out, lse, topk_length, attn_sink, extra_indices, extra_topk_length)
+        return launch
+
+    try:
+        launch = launched(cfg)
+    except Exception as e:
+        # A tuned config that this Triton cannot build or launch (a table of another Triton, the Gluon kernel
+        # under the interpreter) is reported once and replaced by the default; the default's own error, or a
+        # config the caller chose, is raised.
+        default = dispatch.untuned_config(spec, T, dev)
+        if config is not None or cfg == default:
+            raise
+        why = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+        if (spec.key, str(cfg)) not in _warned_fallbacks:
+            _warned_fallbacks.add((spec.key, str(cfg)))
+            log.warning("sparsemla: the tuned config %s for %s failed (%s); running the default config %s",
+                        cfg, spec.key, why, default)
+        cfg = default
+        launch = launched(cfg)
     if key is not None and not isinstance(kv_scale, torch.Tensor) and not isinstance(extra_kv_scale, torch.Tensor):
         # (a tensor kv_scale would be keyed by identity, but its value may change in place)
         _remember(key, _Prepared(spec, cfg, view, xview, launch, check_indices, out),

@@ -117,6 +117,11 @@ def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntr
     return None
 
 
+def untuned_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Config:
+    """The arch's default config for ``device`` (its SM count), what runs where no table entry does."""
+    return default_config(spec, num_tokens, _num_sms(device))
+
+
 def select_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Config:
     """The tuned entry's config (a stand-in's with its split count halved until every split of ``spec``'s
     list holds a tile), else the arch's default."""
@@ -129,7 +134,7 @@ def select_config(spec: KernelSpec, num_tokens: int, device: torch.device) -> Co
             return cfg.check(spec)  # (a stand-in's entry was checked for the stand-in)
         except ValueError:
             pass
-    return default_config(spec, num_tokens, _num_sms(device))
+    return untuned_config(spec, num_tokens, device)
 
 
 def clear_cache() -> None:

@@ -600,6 +600,48 @@ def test_tables_of_another_triton_and_of_the_reference_part(tmp_path, monkeypatc
         dispatch.clear_cache()
 
 
+def test_a_tuned_config_that_fails_is_replaced_by_the_default(tmp_path, monkeypatch, caplog):
+    # A table entry this Triton cannot build or launch (e.g. a table of another Triton) is reported once and the
+    # call runs the default config; a config the caller passed fails as it is.
+    from sparsemla.runtime import api, triton_backend
+    monkeypatch.setenv("SPARSEMLA_TUNED_DIR", str(tmp_path / "user"))
+    monkeypatch.setenv("SPARSEMLA_GPU", "NVIDIA H200")
+    monkeypatch.setattr(tuned_table, "package_dir", lambda: tmp_path / "pkg")
+    spec = KernelSpec(arch="sm90", num_heads=16, topk=64, q_dtype="fp32", compute_dtype="fp32")
+    broken = Config(16, 32, 2, 4, 1)
+    write_table(tmp_path / "user" / "NVIDIA_H200" / "sparse_mla.json", "NVIDIA_H200", {spec.key: {1: _entry(broken, 1)}},
+                software_provenance())
+    real = triton_backend.TritonLaunch
+
+    class Launch(real):  # the tuned config's kernel "does not build"
+        def __init__(self, spec, config, *args, **kw):
+            if config == broken:
+                raise RuntimeError("PassManager::run failed")
+            super().__init__(spec, config, *args, **kw)
+
+    monkeypatch.setattr(triton_backend, "TritonLaunch", Launch)
+    dispatch.clear_cache()
+    try:
+        cpu = torch.device("cpu")
+        assert dispatch.select_config(spec, 2, cpu) == broken
+        q, kv = torch.randn(2, 16, 576), torch.randn(256, 576)
+        idx = torch.randint(0, 256, (2, 64), dtype=torch.int32)
+        idx[1, 5:] = -1
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="sparsemla"):
+            outs = [sparsemla.sparse_mla(q, kv, idx, sm_scale=0.05, backend="triton") for _ in range(2)]
+        ref = sparsemla.sparse_mla(q, kv, idx, sm_scale=0.05, backend="torch")
+        assert all(torch.allclose(o, ref, atol=1e-4, rtol=1e-4) for o in outs)
+        assert [r.getMessage() for r in caplog.records if "failed" in r.getMessage()] == [
+            f"sparsemla: the tuned config {broken} for {spec.key} failed (RuntimeError: PassManager::run failed); "
+            f"running the default config {dispatch.untuned_config(spec, 2, cpu)}"]
+        with pytest.raises(RuntimeError, match="PassManager"):
+            sparsemla.sparse_mla(q, kv, idx, sm_scale=0.05, backend="triton", config=broken)
+    finally:
+        dispatch.clear_cache()
+        api.clear_call_cache()
+
+
 def test_static_tables_from_compile_checks(tmp_path):
     def fake(spec, cfg, arch):  # 2 stages "do not fit" for 128 heads; model1 always spills
         too_big = spec.num_heads == 128 and cfg.num_stages >= 2
