@@ -318,12 +318,11 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                        extra_topk_length=extra_topk_length)
         return (out, lse) if return_lse else out
     from sparsemla.runtime import dispatch
-    from sparsemla.runtime.dispatch import select_config
     parts = config is None and triton_backend.extra_parts(spec) and triton_backend.run_triton is _run_triton
     if parts:  # one launch per cache, each with its own config, then a merge
-        cfg = tuple(select_config(s, T, dev) for s in triton_backend.part_specs(spec))
+        cfg = tuple(dispatch.select_config(s, T, dev) for s in triton_backend.part_specs(spec))
     else:
-        cfg = config.check(spec) if config is not None else select_config(spec, T, dev)
+        cfg = config.check(spec) if config is not None else dispatch.select_config(spec, T, dev)
     if triton_backend.run_triton is not _run_triton:  # replaced: it sees the call
         triton_backend.run_triton(spec, cfg, q, view, indices, float(sm_scale), out, lse, topk_length=topk_length,
                                   attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
@@ -341,9 +340,8 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     try:
         launch = launched(cfg)
     except Exception as e:
-        # A tuned config that this Triton cannot build or launch (a table of another Triton, the Gluon kernel
-        # under the interpreter) is reported once and replaced by the default; the default's own error, or a
-        # config the caller chose, is raised.
+        # A tuned config that this Triton cannot build or launch (e.g. from a table of another Triton) is reported
+        # once and replaced by the default; the default's own error, or a config the caller chose, is raised.
         default = dispatch.untuned_config(spec, T, dev)
         if config is not None or cfg == default:
             raise
