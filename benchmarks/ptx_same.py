@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -133,23 +134,23 @@ def _combine_same(table, old_text, old_defaults, new_defaults) -> tuple[int, int
         ctx = dict(spec.template_context(), spec=spec, spec_key=spec.key, version="check")
         old = _module(render._env().from_string(old_text).render(**{**old_defaults, **ctx}), f"old_c{i}")
         new = _module(render.render_source(spec), f"new_c{i}")
-        for splits in (2, 16, 32):
-            for pdl in (False, True):
-                ptx = []
-                for mod, extra in ((old, {}), (new, new_defaults)):
-                    consts = dict(NUM_SPLITS=splits, SPLITS_P2=next_pow2(splits),
-                                  BLOCK_DV=combine_columns(splits, spec.d_v), PDL=pdl, **extra)
-                    fn = mod.sparse_mla_combine
-                    sig, attrs = _signature(fn, spec, consts)
-                    compiled = triton.compile(ASTSource(fn, sig, consts, attrs),
-                                              target=GPUTarget("cuda", ARCHS[spec.arch].cc, 32),
-                                              options={"num_warps": 4})
-                    ptx.append(_strip_debug(compiled.asm["ptx"]))
-                ok = ptx[0] == ptx[1]
-                same += ok
-                differ += not ok
-                print(f"[combine {i}/{len(table['entries'])}] {key} s{splits} pdl={pdl}: "
-                      f"{'same' if ok else 'DIFFERENT'}", flush=True)
+        for splits, pdl, parts_first in itertools.product((2, 16, 32), (False, True), (False, True)):
+            ptx = []
+            for mod, extra in ((old, {}), (new, new_defaults)):
+                fn = mod.sparse_mla_combine
+                consts = dict(NUM_SPLITS=splits, SPLITS_P2=next_pow2(splits),
+                              BLOCK_DV=combine_columns(splits, spec.d_v), PDL=pdl, PARTS_FIRST=parts_first, **extra)
+                consts = {k: v for k, v in consts.items() if k in fn.arg_names}  # (a template before the knob)
+                sig, attrs = _signature(fn, spec, consts)
+                compiled = triton.compile(ASTSource(fn, sig, consts, attrs),
+                                          target=GPUTarget("cuda", ARCHS[spec.arch].cc, 32),
+                                          options={"num_warps": 4})
+                ptx.append(_strip_debug(compiled.asm["ptx"]))
+            ok = ptx[0] == ptx[1]
+            same += ok
+            differ += not ok
+            print(f"[combine {i}/{len(table['entries'])}] {key} s{splits} pdl={pdl} parts_first={parts_first}: "
+                  f"{'same' if ok else 'DIFFERENT'}", flush=True)
     return same, differ
 
 

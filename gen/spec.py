@@ -229,6 +229,16 @@ def next_pow2(x: int) -> int:
 
 
 @lru_cache(maxsize=4096)
+def filling_splits(spec: KernelSpec, num_tokens: int, block_h: int, sms: int) -> int:
+    """The split count (a power of two up to 64) at which programs of ``block_h`` heads make about two waves on
+    ``sms`` SMs, with at least 64 slots of the top-k list a split."""
+    programs = max(1, num_tokens) * -(-spec.num_heads // block_h)
+    splits, total = 1, spec.topk + spec.extra_topk
+    while programs * splits < 2 * sms and splits < 64 and total // (splits * 2) >= 64:
+        splits *= 2
+    return splits
+
+
 def default_config(spec: KernelSpec, num_tokens: int, num_sms: int | None = None) -> Config:
     """The arch's untuned choice for ``num_tokens`` query tokens.
 
@@ -242,12 +252,7 @@ def default_config(spec: KernelSpec, num_tokens: int, num_sms: int | None = None
     # and only 16 heads with 2-byte KV (compile-checked in tests/test_compile.py).
     cap = (16 if spec.kv_format == "auto" else 32) if small_smem else 64
     block_h = min(cap, max(16, next_pow2(spec.num_heads)))
-    head_blocks = -(-spec.num_heads // block_h)
-    programs = max(1, num_tokens) * head_blocks
-    splits = 1
-    total = spec.topk + spec.extra_topk
-    while programs * splits < 2 * sms and splits < 64 and total // (splits * 2) >= 64:
-        splits *= 2
+    splits = filling_splits(spec, num_tokens, block_h, sms)
     # Measured on the H200 (benchmarks/results/sweep_*.json, session3/): a 64-row tile beats
     # 32 rows by 1.4x with 64 heads and 8 warps, and by 1.17-1.27x with 16 heads and 4 warps
     # (a third stage gains nothing without index_prefetch: the gathered tile is still issued

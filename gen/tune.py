@@ -42,7 +42,7 @@ from .gpu_measure import Measurement, failed
 from .render import attention_template_hash, cache_dir
 from .search_space import (ON_OFF, PARAMS, CompileConstraint, all_configs, restricted, search_space, space_size,
                            static_reason)
-from .spec import ARCHS, Config, KernelSpec, config_label, default_config
+from .spec import ARCHS, Config, KernelSpec, config_label, default_config, filling_splits
 from .suite import SUITE_FORMATS, suite_specs
 from .tuned_table import (BUCKETS, REFERENCE_GPUS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname,
                           load_tables, package_dir, software_provenance, today, user_dir, write_table)
@@ -343,12 +343,9 @@ def gluon_seeds(spec: KernelSpec, bucket: int, space: dict) -> list[Config]:
     tilings = [(64, 8, 2)] if 64 in space["block_h"] else []
     if spec.num_heads <= 32 or bucket == 1:
         tilings += [(16, 8, 2), (16, 8, 1)] + ([(32, 8, 2)] if spec.num_heads > 16 else [])
-    sms, total = ARCHS[spec.arch].num_sms, spec.topk + spec.extra_topk
     out = []
     for block_h, warps, stages in tilings:
-        programs, s = bucket * -(-spec.num_heads // block_h), 1
-        while programs * s < 2 * sms and s < 64 and total // (s * 2) >= 64:
-            s *= 2
+        s = filling_splits(spec, bucket, block_h, ARCHS[spec.arch].num_sms)
         for n in sorted({max(1, s // 2), s, 2 * s}):
             c = Config(block_h, 64, n, warps, stages, gluon=True)
             if in_space(c, space) and not static_reason(spec, c) and c not in out:

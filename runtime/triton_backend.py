@@ -99,6 +99,19 @@ class _Args:
         self.fixed(view.kv_scale)
 
 
+def _merge_args(partials: int, out: torch.Tensor, lse: torch.Tensor | None, attn_sink, num_heads: int) -> _Args:
+    """The arguments of a kernel that merges split-K partials (sparse_mla_combine, sparse_mla_combine_parts):
+    ``partials`` buffer slots left None for the caller to set, then the sink, the output and the LSE."""
+    args = _Args()
+    args.fixed(*[None] * partials)
+    args.per_call(_SINK, attn_sink is not None)
+    args.per_call(_OUT)
+    args.fixed(out.stride(0), out.stride(1), out.stride(2))
+    args.per_call(_LSE, lse is not None)
+    args.fixed(*((lse.stride(0), lse.stride(1)) if lse is not None else (0, 0)), num_heads)
+    return args
+
+
 def _cp_async_rows(q: torch.Tensor) -> bool:
     """Whether q's rows can be copied by 16-byte cp.async: unit last stride, 8-element row strides."""
     return q.stride(2) == 1 and q.stride(0) % 8 == 0 and q.stride(1) % 8 == 0 and q.shape[2] % 8 == 0
@@ -401,21 +414,15 @@ class TritonLaunch:
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
         if merged and not fused:
-            self._combine_kernel(mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl,
+            self._combine_kernel(mod, spec, T, H, S, block_dv, out, lse, attn_sink, pdl,
                                  _parts_first(combine_grid, q.device))
             self.combine.reserve = _combine_reserve(pdl, grid, combine_grid, q.device)
         if self.ws_numel:
             self._attach_workspace()
 
-    def _combine_kernel(self, mod, spec, T, H, S, block_dv, out, lse, lse_strides, attn_sink, pdl: bool,
+    def _combine_kernel(self, mod, spec, T, H, S, block_dv, out, lse, attn_sink, pdl: bool,
                         parts_first: bool) -> None:
-        comb = _Args()
-        comb.fixed(None, None)  # o_part, lse_part, set by _attach_workspace
-        comb.per_call(_SINK, attn_sink is not None)
-        comb.per_call(_OUT)
-        comb.fixed(out.stride(0), out.stride(1), out.stride(2))
-        comb.per_call(_LSE, lse is not None)
-        comb.fixed(*lse_strides, H)
+        comb = _merge_args(2, out, lse, attn_sink, H)  # o_part, lse_part: set by _attach_workspace
         s_p2 = next_pow2(S)
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
                                dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl,
@@ -488,13 +495,7 @@ class PartsLaunch:
             return
         S, XS = main_cfg.num_splits, x_cfg.num_splits
         block_dv = combine_columns(S + XS, spec.d_v)
-        comb = _Args()
-        comb.fixed(None, None, None, None)  # both parts' partials (_attach)
-        comb.per_call(_SINK, attn_sink is not None)
-        comb.per_call(_OUT)
-        comb.fixed(out.stride(0), out.stride(1), out.stride(2))
-        comb.per_call(_LSE, lse is not None)
-        comb.fixed(*((lse.stride(0), lse.stride(1)) if lse is not None else (0, 0)), H)
+        comb = _merge_args(4, out, lse, attn_sink, H)  # both parts' partials: set per call
         self.combine = _Kernel(load_module(spec).sparse_mla_combine_parts, (T * H, spec.d_v // block_dv), comb,
                                dict(SPLITS=S, X_SPLITS=XS, SPLITS_P2=next_pow2(S + XS), BLOCK_DV=block_dv),
                                dict(num_warps=4), q.device)

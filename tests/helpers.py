@@ -104,3 +104,24 @@ def random_indices(T, topk, num_slots, gen, invalid_frac=0.2):
 def rel_err(a, b):
     a, b = a.double(), b.double()
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def two_caches(kv_format, d_qk, page, x_page, q_dtype, gen, *, topk, xtopk, slots, x_slots, tlen=None, xlen=None,
+               invalid_rows=()):
+    """A main and an extra cache for T = len(xlen) tokens, NaN in every slot the lists (cut to tlen / xlen) do
+    not reference, and the rows ``invalid_rows`` of the main list all -1: (cache, xcache, idx, xidx, deq, xdeq,
+    kw), kw holding each cache's page size and fp8 scale as sparse_mla takes them."""
+    T = len(xlen)
+    cache, kw, deq = make_cache(kv_format, d_qk, slots, page, q_dtype, gen)
+    xcache, xkw, xdeq = make_cache(kv_format, d_qk, x_slots, x_page, q_dtype, gen)
+    idx, xidx = random_indices(T, topk, slots, gen), random_indices(T, xtopk, x_slots, gen)
+    for t in invalid_rows:
+        idx[t] = -1
+    main_ref = idx.flatten() if tlen is None else torch.cat([idx[t, :int(tlen[t])] for t in range(T)])
+    cache = poison_unreferenced(cache, kv_format, page or 1, main_ref)
+    xcache = poison_unreferenced(xcache, kv_format, x_page or 1, torch.cat([xidx[t, :int(xlen[t])] for t in range(T)]))
+    if kv_format == "model1":
+        kw["extra_page_size"] = x_page
+    if "kv_scale" in xkw:  # each fp8 cache has its own per-tensor scale
+        kw["extra_kv_scale"] = xkw["kv_scale"]
+    return cache, xcache, idx, xidx, deq, xdeq, kw

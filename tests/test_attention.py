@@ -9,7 +9,8 @@ import torch
 import sparsemla
 from sparsemla.gen.spec import Config
 
-from helpers import FORMAT_CASES, make_cache, poison_unreferenced, random_indices, reference64, rel_err
+from helpers import (FORMAT_CASES, make_cache, poison_unreferenced, random_indices, reference64, rel_err,
+                     two_caches)
 
 TOL = {torch.float16: (3e-3, 2e-3), torch.float32: (2e-5, 2e-5)}  # (rel L2 of out, abs of lse)
 
@@ -92,20 +93,11 @@ def test_sinks_including_infinite(splits, parts_first, monkeypatch):
 def test_extra_cache(kv_format, d_qk, page, x_page):
     gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
     T, H, topk, xtopk = 3, 16, 32, 24
-    cache, kw, deq = make_cache(kv_format, d_qk, 192, page, torch.float16, gen)
-    xcache, xkw, xdeq = make_cache(kv_format, d_qk, 512, x_page, torch.float16, gen)
-    idx = random_indices(T, topk, 192, gen)
-    xidx = random_indices(T, xtopk, 512, gen)
-    idx[0] = -1  # only the extra cache is valid for token 0
     xlen = torch.tensor([xtopk, 5, 0], dtype=torch.int32)
-    cache = poison_unreferenced(cache, kv_format, page or 1, idx.flatten())
-    xcache = poison_unreferenced(xcache, kv_format, x_page or 1,
-                                 torch.cat([xidx[t, : int(xlen[t])] for t in range(T)]))
+    cache, xcache, idx, xidx, deq, xdeq, kw = two_caches(  # only the extra cache is valid for token 0
+        kv_format, d_qk, page, x_page, torch.float16, gen, topk=topk, xtopk=xtopk, slots=192, x_slots=512,
+        xlen=xlen, invalid_rows=(0,))
     q = torch.randn(T, H, d_qk, generator=gen).half()
-    if kv_format == "model1":
-        kw["extra_page_size"] = x_page
-    if "kv_scale" in xkw:  # each fp8 cache has its own per-tensor scale
-        kw["extra_kv_scale"] = xkw["kv_scale"]
     for splits, prefetch, exchange, l2 in ((1, False, False, 2), (2, False, True, 0), (2, True, False, 1)):
         out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, kv_format=kv_format, extra_kv_cache=xcache,
                                         extra_indices=xidx, extra_topk_length=xlen, return_lse=True,
@@ -132,24 +124,14 @@ def test_extra_cache_as_two_launches(kv_format, d_qk, page, x_page, monkeypatch)
     monkeypatch.setattr(dispatch, "select_config", select)
     gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
     T, H, topk, xtopk = 4, 16, 40, 24
-    cache, kw, deq = make_cache(kv_format, d_qk, 192, page, torch.float16, gen)
-    xcache, xkw, xdeq = make_cache(kv_format, d_qk, 512, x_page, torch.float16, gen)
-    idx = random_indices(T, topk, 192, gen)
-    xidx = random_indices(T, xtopk, 512, gen)
-    idx[0] = -1  # only the extra cache is valid for token 0, for token 3 nothing at all
-    idx[3] = -1
     tlen = torch.tensor([topk, topk, 7, topk], dtype=torch.int32)
     xlen = torch.tensor([xtopk, 0, 5, 0], dtype=torch.int32)
-    cache = poison_unreferenced(cache, kv_format, page or 1, torch.cat([idx[t, : int(tlen[t])] for t in range(T)]))
-    xcache = poison_unreferenced(xcache, kv_format, x_page or 1,
-                                 torch.cat([xidx[t, : int(xlen[t])] for t in range(T)]))
+    cache, xcache, idx, xidx, deq, xdeq, kw = two_caches(  # token 0: only the extra cache is valid, 3: nothing
+        kv_format, d_qk, page, x_page, torch.float16, gen, topk=topk, xtopk=xtopk, slots=192, x_slots=512,
+        tlen=tlen, xlen=xlen, invalid_rows=(0, 3))
     q = torch.randn(T, H, d_qk, generator=gen).half()
     sink = torch.randn(H, generator=gen)
     sink[0], sink[1] = math.inf, -math.inf
-    if kv_format == "model1":
-        kw["extra_page_size"] = x_page
-    if "kv_scale" in xkw:  # each fp8 cache has its own per-tensor scale
-        kw["extra_kv_scale"] = xkw["kv_scale"]
     ref_out, ref_lse = reference64(q, deq, idx, 0.04, 512, topk_length=tlen, sink=sink, x_deq=xdeq, x_indices=xidx,
                                    x_topk_length=xlen)
     for _ in range(2):  # the second call: the prepared launch

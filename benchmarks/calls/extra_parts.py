@@ -27,11 +27,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests"))
 import sparsemla  # noqa: E402
 import sparsemla.runtime.api as api  # noqa: E402
 import sparsemla.runtime.triton_backend as tb  # noqa: E402
-from sparsemla.gen.gpu_measure import _calls, time_calls, timing_sets  # noqa: E402
+from sparsemla.gen.gpu_measure import timing_sets  # noqa: E402
 from sparsemla.gen.spec import config_label  # noqa: E402
 from sparsemla.gen.suite import suite_spec  # noqa: E402
 from sparsemla.runtime.dispatch import select_config  # noqa: E402
-from helpers import make_cache, poison_unreferenced, random_indices, reference64, rel_err  # noqa: E402
+from helpers import reference64, rel_err, two_caches  # noqa: E402
+from variant_rows import alternating, timed_in_orders  # noqa: E402  (the script's folder)
 
 VARIANTS = ("one kernel", "parts")
 ROWS = "model1:1:128,model1:4:128,model1:16:128,model1:64:128,model1:128:128,model1:256:128,model1:1:64," \
@@ -49,24 +50,17 @@ def correctness(dev) -> bool:
                                     ("auto", 576, None, None)):
         for T, H in ((70, 128), (70, 16)):
             gen = torch.Generator().manual_seed(T * 1000 + H + (x_page or 0))
-            topk, xtopk, slots, x_slots = 512, 128, 4096, 2048
-            cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)
-            xcache, xkw, xdeq = make_cache(fmt, d_qk, x_slots, x_page, torch.bfloat16, gen)
-            idx, xidx = random_indices(T, topk, slots, gen), random_indices(T, xtopk, x_slots, gen)
-            idx[3] = idx[4] = -1  # token 3: only the extra cache's slots; token 4: nothing
-            xidx[4] = -1
+            topk, xtopk = 512, 128
             tl_ = torch.randint(0, topk + 1, (T,), generator=gen, dtype=torch.int32)
             xl_ = torch.randint(0, xtopk + 1, (T,), generator=gen, dtype=torch.int32)
             tl_[:3] = torch.tensor([topk, 0, 1], dtype=torch.int32)
             xl_[:3] = torch.tensor([0, xtopk, 1], dtype=torch.int32)
+            xl_[4] = 0  # token 3: only the extra cache's slots; token 4: nothing (its main row all -1)
+            cache, xcache, idx, xidx, deq, xdeq, kw = two_caches(
+                fmt, d_qk, page, x_page, torch.bfloat16, gen, topk=topk, xtopk=xtopk, slots=4096, x_slots=2048,
+                tlen=tl_, xlen=xl_, invalid_rows=(3, 4))
             sink = torch.randn(H, generator=gen)
             sink[0], sink[1] = math.inf, -math.inf
-            cache = poison_unreferenced(cache, fmt, page or 1, torch.cat([idx[t, :int(tl_[t])] for t in range(T)]))
-            xcache = poison_unreferenced(xcache, fmt, x_page or 1, torch.cat([xidx[t, :int(xl_[t])] for t in range(T)]))
-            if fmt == "model1":
-                kw["extra_page_size"] = x_page
-            if "kv_scale" in xkw:
-                kw["extra_kv_scale"] = xkw["kv_scale"]
             q = torch.randn(T, H, d_qk, generator=gen).bfloat16()
             ref, rlse = reference64(q, deq, idx, d_qk ** -0.5, 512, topk_length=tl_, sink=sink, x_deq=xdeq,
                                     x_indices=xidx, x_topk_length=xl_)
@@ -110,11 +104,8 @@ def main():
         sets = timing_sets(spec, T, dev)
         labels = [config_label(select_config(spec, T, dev))] + \
             [config_label(select_config(s, T, dev)) for s in tb.part_specs(spec)]
-        times = {name: [] for name in VARIANTS}
-        for rep in range(4):
-            for i in ((0, 1), (1, 0))[rep % 2]:
-                variant(i == 1)
-                times[VARIANTS[i]].append(time_calls(_calls(sets, None))[0])
+        times = timed_in_orders(sets, None, {name: (lambda on=name == "parts": variant(on)) for name in VARIANTS},
+                                alternating(4))
         med = {name: statistics.median(v) for name, v in times.items()}
         line = (f"| {fmt} | {T} | {H} | {args.extra_topk} | {labels[0]} / {labels[1]}, {labels[2]} | "
                 f"{med['one kernel']:.2f} | {med['parts']:.2f} | {med['one kernel'] / med['parts']:.3f} |")

@@ -16,6 +16,20 @@ from sparsemla.runtime.dispatch import select_config
 
 
 
+def timed_in_orders(sets, config, variants: dict, orders, skip=()) -> dict:
+    """{name: us per call, one per order} of ``variants`` ({name: function that sets the runtime up}, the
+    ``skip`` ones left out) on the rotating input ``sets`` with ``config`` (None: the runtime's choice), each
+    repetition in one order of ``orders`` (tuples of indices into ``variants``)."""
+    names = list(variants)
+    times = {name: [] for name in names}
+    for order in orders:
+        for i in order:
+            if names[i] not in skip:
+                variants[names[i]]()
+                times[names[i]].append(time_calls(_calls(sets, config))[0])
+    return times
+
+
 def alternating(reps: int) -> tuple:
     """Orders of two variants over ``reps`` repetitions, the first going first in every other one (ABBA...)."""
     return tuple(((0, 1), (1, 0))[r % 2] for r in range(reps))
@@ -43,12 +57,7 @@ def time_rows(rows: str, variants: dict, orders, dev) -> list[str]:
             res = check(spec, cfg, kw)
             failed[name] = "" if res.ok else f" FAILED: {res.reason}"
         sets = timing_sets(spec, T, dev)
-        times = {name: [] for name in names}
-        for order in orders:
-            for i in order:
-                if not failed[names[i]]:
-                    variants[names[i]]()
-                    times[names[i]].append(time_calls(_calls(sets, cfg))[0])
+        times = timed_in_orders(sets, cfg, variants, orders, skip={n for n in names if failed[n]})
         med = {name: statistics.median(v) for name, v in times.items() if v}
         cells = [(f"{med[n]:.2f}" if n in med else "-") + failed[n] for n in names]
         if len(names) == 2:
