@@ -10,7 +10,7 @@ import torch
 from sparsemla.gen.render import interpreting
 from sparsemla.gen.spec import Config, KernelSpec
 
-from . import triton_backend
+from . import ops, triton_backend
 from .kvcache import describe_cache
 from .reference import sparse_mla_reference
 
@@ -183,7 +183,17 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     engine can capture it in a CUDA graph). A call whose signature (every shape, stride, dtype and
     device, the caches' addresses, every option but ``sm_scale``) was validated before skips
     validation: its spec, config, cache views and launch arguments are kept per signature.
+    Under torch.compile the call is one custom operator, ``torch.ops.sparsemla.sparse_mla``
+    (runtime/ops.py), which runs this function when the compiled graph runs.
     """
+    if torch.compiler.is_compiling():
+        return ops.traced_call(q, kv_cache, indices, sm_scale=sm_scale, kv_format=kv_format, d_v=d_v,
+                               topk_length=topk_length, out=out, return_lse=return_lse, backend=backend,
+                               kv_scale=kv_scale, page_size=page_size, attn_sink=attn_sink,
+                               extra_kv_cache=extra_kv_cache, extra_indices=extra_indices,
+                               extra_topk_length=extra_topk_length, extra_page_size=extra_page_size,
+                               extra_kv_scale=extra_kv_scale, config=config, compute_dtype=compute_dtype,
+                               check_indices=check_indices)
     key = None
     if backend == "triton" or backend == "auto":
         try:
