@@ -24,6 +24,10 @@ from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 from .kvcache import KVCacheView
 
 _workspaces: dict = {}
+# Workspaces replaced by a larger one, per device. They are never freed: a CUDA graph captured while one was
+# current still writes its partials there on every replay, and freed memory would be handed to other tensors.
+# Growth at least doubles, so these hold at most as much as the current workspace.
+_retired: dict = {}
 # SPARSEMLA_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (to rule the direct launcher out).
 _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
 # SPARSEMLA_PDL=0: the combine kernel is always launched after the attention kernel; by default it is
@@ -60,13 +64,26 @@ def workspace(device: torch.device, numel: int) -> torch.Tensor:
     """A float32 scratch buffer reused across calls (grown, never shrunk), so steady-state
     calls allocate nothing and can be captured in a CUDA graph. The SYNC_FLOATS floats before it
     are the fused combine's counters (gen.gluon.SYNC_FLOATS): zeroed when allocated, and every
-    launch that uses them leaves them 0."""
+    launch that uses them leaves them 0. A replaced buffer is kept (``_retired``) for the graphs that
+    captured it; ``release_retired_workspaces`` frees those once no such graph will replay."""
     buf = _workspaces.get(device)
     if buf is None or buf.numel() < SYNC_FLOATS + numel:
-        buf = torch.empty(SYNC_FLOATS + max(numel, 1), dtype=torch.float32, device=device)
+        size = max(numel, 1)
+        if buf is not None:
+            _retired.setdefault(device, []).append(buf)
+            size = max(size, 2 * (buf.numel() - SYNC_FLOATS))
+        buf = torch.empty(SYNC_FLOATS + size, dtype=torch.float32, device=device)
         buf[:SYNC_FLOATS].zero_()
         _workspaces[device] = buf
     return buf[SYNC_FLOATS:SYNC_FLOATS + numel]
+
+
+def release_retired_workspaces() -> int:
+    """Free the split-K workspaces that a larger one replaced; returns the bytes released. Safe only when no
+    CUDA graph captured while one of them was current will replay (e.g. after such graphs are deleted)."""
+    freed = sum(b.numel() * b.element_size() for bufs in _retired.values() for b in bufs)
+    _retired.clear()
+    return freed
 
 
 class _Args:

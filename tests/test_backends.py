@@ -549,6 +549,29 @@ def test_the_workspace_keeps_the_fused_combines_counters_zeroed_before_it(monkey
     assert bool((triton_backend._workspaces[dev][:SYNC_FLOATS] == 0).all())
 
 
+def test_a_replaced_workspace_stays_allocated_for_the_graphs_that_captured_it(monkeypatch):
+    # A CUDA graph replays the pointers it captured: freeing a replaced workspace would let other tensors take
+    # the memory its replays still write. Replaced buffers stay until release_retired_workspaces; growth at
+    # least doubles, so they hold at most as much as the current one.
+    from sparsemla.gen.gluon import SYNC_FLOATS
+    monkeypatch.setattr(triton_backend, "_workspaces", {})
+    monkeypatch.setattr(triton_backend, "_retired", {})
+    dev = torch.device("cpu")
+    first = triton_backend.workspace(dev, 100)
+    bufs = [triton_backend._workspaces[dev]]
+    for n in (150, 180, 5000, 5001):
+        assert triton_backend.workspace(dev, n).numel() == n
+        if triton_backend._workspaces[dev] is not bufs[-1]:
+            bufs.append(triton_backend._workspaces[dev])
+    assert [b.numel() - SYNC_FLOATS for b in bufs] == [100, 200, 5000, 10000]  # 180 fits in 200
+    retired = triton_backend._retired[dev]
+    assert [b.data_ptr() for b in retired] == [b.data_ptr() for b in bufs[:-1]]
+    assert sum(b.numel() - SYNC_FLOATS for b in retired) <= bufs[-1].numel() - SYNC_FLOATS
+    assert first.data_ptr() == retired[0].data_ptr() + 4 * SYNC_FLOATS
+    assert triton_backend.release_retired_workspaces() == sum(b.numel() * 4 for b in retired)
+    assert triton_backend._retired == {} and triton_backend.release_retired_workspaces() == 0
+
+
 @pytest.mark.parametrize("heads,splits,fused", [(128, 2, True), (64, 2, True), (128, 4, False), (32, 2, False)])
 def test_a_fused_launch_has_no_combine_kernel(monkeypatch, heads, splits, fused):
     # The launch a Gluon config prepares (not run: the Gluon kernel needs the GPU): with FUSED (the split
