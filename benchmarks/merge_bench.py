@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from sparsemla.bench import HEADER, format_row
+from sparsemla.bench_plot import try_plot
 from sparsemla.gen.spec import config_label
 from sparsemla.gen.render import atomic_write
 
@@ -87,7 +88,7 @@ def stale_bench_args(res: dict, table: dict) -> list[str]:
     return [f'"{f} {h} {",".join(map(str, sorted(ts)))}"' for (f, h), ts in sorted(groups.items())]
 
 
-def markdown(res: dict, table: dict | None = None) -> str:
+def markdown(res: dict, table: dict | None = None, picture: str | None = None) -> str:
     out = [f"# sparse MLA benchmark suite on {res['runs'][-1]['provenance']['gpu']}", "",
            "Merged from these runs (a later run's rows replace an earlier run's):", ""]
     for run in res["runs"]:
@@ -99,8 +100,9 @@ def markdown(res: dict, table: dict | None = None) -> str:
             "replay over rotating inputs, both libraries; 'call us' = one eager call (do_bench); step "
             "columns = wall time per call of back-to-back eager calls over the rotating sets, 'auto' "
             "through sparse_mla's dispatch (the tuned table's backend), 'FI step' = FlashInfer plan() + run() "
-            "(new indices every step). Rows without step columns come from a run before they existed.", "",
-            HEADER]
+            "(new indices every step). Rows without step columns come from a run before they existed.", ""]
+    out += [picture, ""] if picture else []
+    out += [HEADER]
     out += [format_row(r) for r in res["rows"]]
     lines = stale_rows(res, table) if table is not None else []
     if lines:
@@ -122,6 +124,6 @@ if __name__ == "__main__":
     res = merge(args.inputs, table)
     base = args.out_base
     atomic_write(Path(base + ".json"), json.dumps(res, indent=1))
-    atomic_write(Path(base + ".md"), markdown(res, table))
+    atomic_write(Path(base + ".md"), markdown(res, table, try_plot(res, base)))
     if args.stale_args and table is not None:
         print(" ".join(stale_bench_args(res, table)))

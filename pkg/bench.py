@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from sparsemla.gen.gpu_measure import rel_err
+from sparsemla.bench_plot import try_plot
 from sparsemla.gen.render import atomic_write
 from sparsemla.gen.suite import DECODE_T, HEADS, PREFILL_H, PREFILL_T, SLOTS, SUITE_FORMATS, TOPK
 
@@ -334,8 +335,10 @@ def write_results(res, out_dir, device, title="sparse MLA benchmark suite"):
           f"Ceilings measured in the same run: copy "
           f"{res['ceilings']['copy_gbs']:.0f} GB/s, bf16 matmul {res['ceilings']['bf16_tflops']:.0f} TFLOP/s. "
           f"roofline = max(FLOPs/matmul rate, bytes/copy rate) / our time. rel err: bf16 output vs the fp32 "
-          f"reference on the first 8 tokens.", "", HEADER]
-    md += [format_row(r) for r in res["rows"]]
+          f"reference on the first 8 tokens.", ""]
+    picture = try_plot(res, base)
+    md += [picture, ""] if picture else []
+    md += [HEADER] + [format_row(r) for r in res["rows"]]
     atomic_write(Path(base + ".md"), "\n".join(md) + "\n")
     return base
 
