@@ -22,6 +22,9 @@ from .launch import launch
 _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
 _split_buffers: dict = {}  # (device, buffer_tag) -> persistent page_split output
 _list_buffers: dict = {}  # device -> _PageList (grown, never shrunk)
+# States a larger one replaced, per device: never freed, since a CUDA graph captured with one replays into it
+# (see triton_backend._retired); growth at least doubles. release_retired_lists frees them.
+_retired_lists: dict = {}
 _sm_counts: dict = {}  # device -> multiprocessor count
 _lead_compiled: set = set()  # (device, PagingConfig) whose lead path ran once eagerly (its kernels are built)
 _tma_compiled: set = set()  # (device, PagingConfig) whose TMA copy ran once eagerly
@@ -226,9 +229,22 @@ def _page_list(device, num_pages: int, cfg) -> _PageList:
     mark_bytes = cfg.mark_copies * num_pages * cfg.mark_spacing
     state = _list_buffers.get(device)
     if state is None or state.capacity < num_pages or state.marks.numel() < mark_bytes:
-        state = _PageList(device, max(num_pages, 1), max(mark_bytes, 1))
+        capacity, mark_bytes = max(num_pages, 1), max(mark_bytes, 1)
+        if state is not None:
+            _retired_lists.setdefault(device, []).append(state)
+            capacity, mark_bytes = max(capacity, 2 * state.capacity), max(mark_bytes, 2 * state.marks.numel())
+        state = _PageList(device, capacity, mark_bytes)
         _list_buffers[device] = state
     return state
+
+
+def release_retired_lists() -> int:
+    """Free the touched path's device states that a larger one replaced; returns the bytes released. Safe
+    only when no CUDA graph captured while one of them was current will replay."""
+    tensors = [t for states in _retired_lists.values() for st in states for t in vars(st).values()
+               if isinstance(t, torch.Tensor)]
+    _retired_lists.clear()
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def _num_sms(device) -> int:

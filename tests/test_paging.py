@@ -290,6 +290,26 @@ def test_page_split_touched_list_strides_and_resets(P, config):
         assert (out == SENTINEL).all()
 
 
+def test_a_replaced_page_state_stays_allocated_for_captured_graphs(monkeypatch):
+    # A larger pool replaces the touched path's device state; a CUDA graph captured with the old one still
+    # replays into its marks and lists, so it is kept (growth at least doubles) until release_retired_buffers.
+    monkeypatch.setattr(paging, "_list_buffers", {})
+    monkeypatch.setattr(paging, "_retired_lists", {})
+    gen = torch.Generator().manual_seed(torch.seed())
+    P = 256
+    for N, pages in ((3, [0, 2]), (5, [1, 4]), (6, [5]), (40, [0, 39, 17])):
+        src = _pool(gen, N, P)
+        tok = _touched_problem(gen, N, P, pages)
+        out = torch.full((N * P // 64, model1_page_bytes(64)), SENTINEL, dtype=torch.uint8)
+        _check_touched(src, paging.page_split(src, src_page_size=P, touched_indices=tok, out=out), P, pages)
+    retired = paging._retired_lists[src.device]
+    assert [st.capacity for st in retired] == [3, 6]  # 5 pages -> 6 (doubled), 6 fit, 40 -> 40
+    assert paging._list_buffers[src.device].capacity == 40
+    assert all((st.marks == 0).all() for st in retired)
+    assert sparsemla.runtime.release_retired_buffers() >= sum(st.marks.numel() for st in retired)
+    assert paging._retired_lists == {} and paging.release_retired_lists() == 0
+
+
 def test_page_split_default_takes_the_lead_path_only_from_lead_min_ids():
     # The default touched config splits off a lead share only for calls with at least
     # lead_min_ids ids (below it the plain path's fixed cost is lower); both copy the same pages.
