@@ -3,7 +3,7 @@
 # its compressed cache) as one Triton kernel (the runtime's default) or as two launches and a merge
 # (runtime/triton_backend.PartsLaunch, SPARSEMLA_EXTRA_PARTS=1), checked against the reference and timed ABBA
 # (benchmarks/calls/extra_parts.py). If parts win where the main list runs the Gluon kernel, make that the rule
-# (triton_backend.extra_parts) and say where it loses.
+# (triton_backend.extra_parts) and say where it loses. Then (session 26) the torch.compile check, compile_gpu.py.
 #   bash benchmarks/calls/h200_call_extra_parts.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
@@ -12,4 +12,8 @@ check_tables
 timeout 420 python3 benchmarks/calls/extra_parts.py > "$OUT/extra_parts.log" 2>&1
 echo "== extra_parts rc=$?"; grep "correctness:\|FAIL\|Error\|error:" "$OUT/extra_parts.log" | head
 sed -n '/^| format/,$p' "$OUT/extra_parts.log"
+# Session 26 (prepared without a GPU): sparse_mla as torch.ops.sparsemla.sparse_mla inside Inductor graphs, plain
+# and with CUDA graphs, against the eager call (benchmarks/calls/compile_gpu.py).
+timeout 170 python3 benchmarks/calls/compile_gpu.py > "$OUT/compile_gpu.log" 2>&1
+echo "== compile_gpu rc=$?"; grep "^|\|correctness\|ERROR" "$OUT/compile_gpu.log" | cut -c1-160
 pack_out
