@@ -1,5 +1,6 @@
 """sparse_mla under torch.compile: one custom operator node, no graph break, the eager call's results."""
 import os
+import shutil
 
 os.environ["TRITON_INTERPRET"] = "1"
 
@@ -149,3 +150,19 @@ def test_a_tensor_scale_is_refused_while_tracing():
                                                      kv_scale=scale), fullgraph=True, backend="eager")
     with pytest.raises(Exception, match="kv_scale: a tensor under torch.compile"):
         f(q)
+
+
+@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
+                    reason="Inductor's CPU code needs a C++ compiler")
+def test_inductor_compiles_around_the_operator():
+    gen = torch.Generator().manual_seed(torch.seed())
+    q, cache, idx, kw, deq = _problem(gen)
+
+    def f(q, idx):
+        out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.05, return_lse=True, **kw)
+        return out * 2 + 1, lse.exp()
+
+    got = torch.compile(f, fullgraph=True)(q, idx)
+    want = f(q, idx)
+    torch.testing.assert_close(got[0], want[0], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(got[1], want[1], rtol=1e-6, atol=1e-6)
