@@ -11,6 +11,7 @@ from sparsemla.gen.render import interpreting
 from sparsemla.gen.spec import Config, KernelSpec
 
 from . import ops, triton_backend
+from .device_guard import on_tensor_device
 from .kvcache import describe_cache
 from .reference import sparse_mla_reference
 
@@ -161,6 +162,7 @@ def _check_index_range(name, idx, num_slots):
                          f"found values in [{lo}, {hi}]")
 
 
+@on_tensor_device
 def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, topk_length=None,
                out=None, return_lse=False, backend="auto", kv_scale=None, page_size=None,
                attn_sink=None, extra_kv_cache=None, extra_indices=None, extra_topk_length=None,

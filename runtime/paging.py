@@ -17,6 +17,7 @@ from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, TMA_ROW_BYTES, Conv
 from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 
 from .api import device_arch
+from .device_guard import on_tensor_device
 from .launch import launch
 
 _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
@@ -88,6 +89,7 @@ def convert_indices_reference(req_id_per_token, block_table, local_indices, *, p
     return slots.gather(1, order), ok.sum(1).to(torch.int32)
 
 
+@on_tensor_device
 def convert_indices(req_id_per_token, block_table, local_indices, *, page_size,
                     block_stride_rows=None, return_valid_counts=False, config=None):
     """Request-local top-k token positions -> global slot ids.
@@ -144,6 +146,7 @@ def pack_valid_prefix_reference(slots, indptr, *, out=None):
     return out
 
 
+@on_tensor_device
 def pack_valid_prefix(slots, indptr, *, out=None, config=None):
     """Pack each row's valid prefix into flat CSR indices (what FlashInfer's page table reads).
 
@@ -257,6 +260,7 @@ def _num_sms(device) -> int:
     return _sm_counts[device]
 
 
+@on_tensor_device
 def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=None, out=None,
                buffer_tag="default", config=None):
     """Split MODEL1 footer-format pages of ``src_page_size`` tokens into pages of ``dst_page_size``.

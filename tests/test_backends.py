@@ -588,3 +588,37 @@ def test_a_fused_launch_has_no_combine_kernel(monkeypatch, heads, splits, fused)
     assert launch.fwd.constexprs["FUSED"] == (splits if fused else 0)
     assert launch.fwd.kw["enable_fp_fusion"] is True  # (gen.render.COMPILE_OPTIONS, at every launch)
     assert (launch.combine is None) == fused
+
+
+def test_a_call_runs_on_its_tensors_cuda_device(monkeypatch):
+    # Triton launches on the current device: a call whose tensors are on another GPU of the process runs inside
+    # torch.cuda.device of its first tensor's device (mocked here: this machine has no GPU).
+    import contextlib
+    from unittest import mock
+    from sparsemla.runtime import paging
+    from sparsemla.runtime.device_guard import on_tensor_device
+    entered = []
+
+    @contextlib.contextmanager
+    def device(d):
+        entered.append(d)
+        yield
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "device", device)
+    seen = []
+    f = on_tensor_device(lambda x, **kw: seen.append((len(entered), kw)) or "done")
+
+    def cuda_tensor(index):
+        t = mock.MagicMock(spec=torch.Tensor)
+        t.is_cuda, t.device = True, torch.device("cuda", index)
+        t.get_device.return_value = index
+        return t
+
+    assert f(cuda_tensor(1), k=2) == "done" and entered == [torch.device("cuda", 1)] and seen == [(1, dict(k=2))]
+    f(cuda_tensor(0))
+    f(torch.zeros(1))
+    assert len(entered) == 1  # the current device, and CPU tensors: no context
+    for fn in (sparsemla.sparse_mla, sparsemla.convert_indices, sparsemla.pack_valid_prefix, sparsemla.page_split,
+               paging.page_split):
+        assert getattr(fn, "__wrapped__", None) is not None, fn
