@@ -24,7 +24,8 @@ OPCODES = ("HGMMA", "HMMA", "LDGSTS", "STL", "LDL")
 
 
 def resources(job: tuple[str, dict, str, dict]) -> dict:
-    """Compile one (spec key, config, arch, Gluon variant fields); the numbers, or the error."""
+    """Compile one (spec key, config, arch, Gluon variant fields and launch constexprs); the numbers, or the
+    error."""
     key, cfg, arch, variant = job
     try:
         compiled = compile_kernel(KernelSpec.from_key(key), Config(**cfg), arch, **variant)
@@ -43,6 +44,12 @@ def runtime_variant(spec: KernelSpec, cfg: Config, tokens: int, sms: int) -> dic
     return gluon_fields(spec, cfg, units, sms) if cfg.gluon else {}
 
 
+def runtime_launch(spec: KernelSpec, cfg: Config, tokens: int, sms: int) -> dict:
+    """The launch constexprs the runtime compiles this config with (pdl, fused; only those that are on)."""
+    from sparsemla.runtime.triton_backend import launch_constexprs
+    return {k: v for k, v in launch_constexprs(spec, cfg, tokens, sms).items() if v} if cfg.gluon else {}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("table")
@@ -55,7 +62,8 @@ def main() -> int:
     table = json.load(open(args.table))
     arch = KernelSpec.from_key(next(iter(table["entries"]))).arch
     entries = [(key, int(b), e) for key, buckets in table["entries"].items() for b, e in buckets.items()]
-    variants = {(key, b): runtime_variant(KernelSpec.from_key(key), Config(**e["config"]), b, args.sms)
+    variants = {(key, b): {**runtime_variant(KernelSpec.from_key(key), Config(**e["config"]), b, args.sms),
+                           **runtime_launch(KernelSpec.from_key(key), Config(**e["config"]), b, args.sms)}
                 for key, b, e in entries}
     jobs = sorted({(key, json.dumps(e["config"], sort_keys=True), json.dumps(variants[key, b], sort_keys=True))
                    for key, b, e in entries})
@@ -83,7 +91,8 @@ def main() -> int:
           f"block; regs and spills (bytes) from `ptxas -v`; wgmma: `wgmma.mma_async` in the PTX; the "
           f"rest are SASS opcodes: HGMMA (warpgroup MMA), HMMA (per-warp MMA), LDGSTS (cp.async), STL / "
           f"LDL (spill stores and loads). variant: the Gluon kernel's variant the runtime runs for the entry's "
-          f"bucket on {args.sms} SMs (persistent, staged_out: runtime/triton_backend). backend: what the table "
+          f"bucket on {args.sms} SMs (persistent, staged_out: runtime/triton_backend.gluon_fields; pdl, fused: the "
+          f"launch's constexprs, runtime/triton_backend.launch_constexprs). backend: what the table "
           f"dispatches to (a flashinfer entry keeps its Triton config for other callers).\n\n"
           f"Entries whose kernel runs on HGMMA: {count['hgmma']}; on HMMA: {count['hmma']} (the Triton "
           f"kernel with block_h < 64: wgmma takes 64 rows per warp group, and heads are not padded to 64; "

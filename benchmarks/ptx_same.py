@@ -9,7 +9,9 @@ that the old template can express, from both, for the table's arch (no GPU neede
   python benchmarks/ptx_same.py tuned/NVIDIA_H200/sparse_mla.json --old-rev 11c3a0e^
 
 ``--gluon`` does the same for the table's Gluon entries (Config.gluon) and the Gluon template, each in the
-variant the runtime runs for its bucket (runtime/triton_backend.gluon_fields on ``--sms`` SMs, the H200's 132).
+variant the runtime runs for its bucket (runtime/triton_backend.gluon_fields on ``--sms`` SMs, the H200's 132), with
+the launch constexprs it runs it with (PDL, FUSED: runtime/triton_backend.launch_constexprs; before session 26 both
+were compiled off).
 ``--combine`` also compares the split-K combine kernel of every spec in the table (2, 16 and 32 splits, with
 and without PDL); ``--new-default NAME=VALUE`` gives a constexpr the new template's combine added at the
 value the runtime passes.
@@ -77,7 +79,7 @@ def main() -> int:
     from sparsemla.gen.search_space import compiled_variant
     from sparsemla.gen.spec import Config, KernelSpec, config_label
 
-    from compile_report import runtime_variant  # benchmarks/ is the script's folder, so on sys.path
+    from compile_report import runtime_launch, runtime_variant  # benchmarks/ is the script's folder, so on sys.path
 
     template = "sparse_mla_gluon.py.jinja" if args.gluon else "sparse_mla.py.jinja"
     old_text = subprocess.run(["git", "show", f"{args.old_rev}:templates/{template}"],
@@ -93,21 +95,24 @@ def main() -> int:
                 kept = e.get("backend", "triton") == "triton" and not c.gluon \
                     and c == Config.from_dict({**e["config"], "l2_prefetch": 0})
             if kept:
-                fields = runtime_variant(KernelSpec.from_key(key), c, int(b), args.sms) if args.gluon else {}
-                variants.add((key, compiled_variant(c), tuple(sorted(fields))))
+                spec = KernelSpec.from_key(key)
+                fields = runtime_variant(spec, c, int(b), args.sms) if args.gluon else {}
+                launch = runtime_launch(spec, c, int(b), args.sms) if args.gluon else {}
+                variants.add((key, compiled_variant(c), tuple(sorted(fields)), tuple(sorted(launch.items()))))
     same = differ = 0
-    for i, (key, cfg, fields) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]), v[2])), 1):
+    for i, (key, cfg, fields, launch) in enumerate(sorted(variants, key=lambda v: (v[0], repr(v[1]), v[2], v[3])), 1):
         spec = KernelSpec.from_key(key)
         # what gen.render renders for the template
         unit = GluonKernel.for_config(spec, cfg, **dict.fromkeys(fields, True)) if args.gluon else spec
         ctx = dict(unit.template_context(), spec=unit, spec_key=unit.key, version="check")
         old = _module(render._env().from_string(old_text).render(**{**old_defaults, **ctx}), f"old_{i}")
         new = _module(render.render_source(unit), f"new_{i}")
-        ok = (_strip_debug(compile_module(old, spec, cfg, spec.arch).asm["ptx"])
-              == _strip_debug(compile_module(new, spec, cfg, spec.arch).asm["ptx"]))
+        ok = (_strip_debug(compile_module(old, spec, cfg, spec.arch, **dict(launch)).asm["ptx"])
+              == _strip_debug(compile_module(new, spec, cfg, spec.arch, **dict(launch)).asm["ptx"]))
         same += ok
         differ += not ok
-        print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}{''.join(' ' + f for f in fields)}: "
+        print(f"[{i}/{len(variants)}] {key} {config_label(cfg)}{''.join(' ' + f for f in fields)}"
+              f"{''.join(f' {k}={v}' for k, v in launch)}: "
               f"{'same' if ok else 'DIFFERENT'}", flush=True)
     print(f"{same} same, {differ} different of {len(variants)} variants")
     if args.combine and not args.gluon:

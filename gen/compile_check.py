@@ -107,15 +107,16 @@ def compile_many(jobs, kernel: str = "sparse_mla_fwd") -> list[CompileReport]:
     return [CompileReport(**{**r, "config": Config(**r["config"])}) for r in out]
 
 
-def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd", **variant):
+def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd", pdl: bool = False,
+                   fused: int = 0, **variant):
     """Triton's compiled kernel (``.asm`` holds ttgir, ptx, cubin; ``.metadata.shared``) of
     ``kernel`` of ``spec``'s module (its Gluon module for a gluon config, with ``variant``'s GluonKernel fields,
-    e.g. staged_out=True) with ``config`` for ``arch``; raises what the compiler raises. Not under the
-    interpreter (see ``compile_many``)."""
+    e.g. staged_out=True, and the launch's ``pdl`` and ``fused``, see ``compile_module``) with ``config`` for
+    ``arch``; raises what the compiler raises. Not under the interpreter (see ``compile_many``)."""
     from .gluon import GluonKernel
     config.check(spec)
     unit = GluonKernel.for_config(spec, config, **variant) if config.gluon else spec
-    return compile_module(load_compilable_module(unit), spec, config, arch, kernel)
+    return compile_module(load_compilable_module(unit), spec, config, arch, kernel, pdl=pdl, fused=fused)
 
 
 def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd",

@@ -242,8 +242,13 @@ def _pdl(config: Config, grid: int, combine_grid: int, device: torch.device) -> 
     if not (_PDL and config.gluon and device.type == "cuda") or interpreting():
         return False
     props = torch.cuda.get_device_properties(device)
-    sms = props.multi_processor_count
-    return props.major >= 9 and (2 * grid <= sms or (grid <= sms and (config.num_splits <= 4 or combine_grid <= sms)))
+    return props.major >= 9 and pdl_for(config, grid, combine_grid, props.multi_processor_count)
+
+
+def pdl_for(config: Config, grid: int, combine_grid: int, sms: int) -> bool:
+    """``_pdl``'s rule on an sm90+ GPU of ``sms`` SMs (what benchmarks/compile_report.py compiles)."""
+    return _PDL and config.gluon and (2 * grid <= sms or (grid <= sms and (config.num_splits <= 4
+                                                                            or combine_grid <= sms)))
 
 
 def _combine_reserve(pdl: bool, grid: int, combine_grid: int, device: torch.device) -> int:
@@ -340,8 +345,24 @@ def _fused(config: Config, T: int, num_heads: int) -> bool:
     64-head program; with 2 splits of 16- and 32-head programs 0.96-0.99x, with 4 splits 0.92x, with 8-16
     splits 0.31-0.94x (one program reads 3-15 partials of the others while the rest of the grid has
     finished)."""
+    return fused_for(config, T, num_heads) and not interpreting()
+
+
+def fused_for(config: Config, T: int, num_heads: int) -> bool:
+    """``_fused``'s rule (what benchmarks/compile_report.py compiles)."""
     return (_FUSED and config.gluon and config.block_h == 64 and num_heads % 64 == 0 and config.num_splits == 2
-            and 4 * T * (num_heads // 64) <= SYNC_FLOATS and not interpreting())
+            and 4 * T * (num_heads // 64) <= SYNC_FLOATS)
+
+
+def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dict:
+    """The PDL and FUSED constexprs TritonLaunch compiles a Gluon ``config`` with for ``T`` tokens on an sm90 GPU of
+    ``sms`` SMs, as ``compile_module``'s ``pdl`` and ``fused`` arguments (benchmarks/compile_report.py and
+    ptx_same.py compile what runs)."""
+    S, grid = config.num_splits, T * -(-spec.num_heads // config.block_h) * config.num_splits
+    fused = S > 1 and fused_for(config, T, spec.num_heads)
+    combine_grid = T * spec.num_heads * (spec.d_v // combine_columns(S, spec.d_v))
+    pdl = S > 1 and not fused and pdl_for(config, grid, combine_grid, sms)
+    return dict(pdl=pdl, fused=S if fused else 0)
 
 
 class TritonLaunch:

@@ -622,3 +622,30 @@ def test_a_call_runs_on_its_tensors_cuda_device(monkeypatch):
     for fn in (sparsemla.sparse_mla, sparsemla.convert_indices, sparsemla.pack_valid_prefix, sparsemla.page_split,
                paging.page_split):
         assert getattr(fn, "__wrapped__", None) is not None, fn
+
+
+def test_the_launch_constexprs_the_tools_compile_are_the_runtimes(monkeypatch):
+    # runtime/triton_backend.launch_constexprs (benchmarks/compile_report.py, ptx_same.py) against the rules
+    # TritonLaunch applies (_fused, then _pdl where the partials go to a combine kernel), on a mocked H200, for
+    # every Gluon entry of the H200 table.
+    from sparsemla.gen.tuned_table import load_table, package_dir
+    props = types.SimpleNamespace(major=9, multi_processor_count=132)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
+    monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
+    cuda, seen = torch.device("cuda", 0), {"pdl": 0, "fused": 0}
+    for key, buckets in load_table(package_dir() / "NVIDIA_H200" / "sparse_mla.json", check_provenance=False).items():
+        spec = KernelSpec.from_key(key)
+        for T, entry in buckets.items():
+            cfg = entry.config
+            if not cfg.gluon:
+                continue
+            S, H = cfg.num_splits, spec.num_heads
+            grid = T * -(-H // cfg.block_h) * S
+            fused = S > 1 and triton_backend._fused(cfg, T, H)
+            cgrid = T * H * (spec.d_v // triton_backend.combine_columns(S, spec.d_v))
+            pdl = S > 1 and not fused and triton_backend._pdl(cfg, grid, cgrid, cuda)
+            got = triton_backend.launch_constexprs(spec, cfg, T, 132)
+            assert got == dict(pdl=pdl, fused=S if fused else 0), (key, T)
+            seen["pdl"] += pdl
+            seen["fused"] += bool(fused)
+    assert seen["pdl"] and seen["fused"]  # both occur in the table
