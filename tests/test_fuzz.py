@@ -25,6 +25,8 @@ FORMATS = [("auto", 576, None), ("auto", 512, None), ("auto", 576, 16), ("fp8_e4
 
 
 def one(rng: random.Random, seed: int):
+    """One random problem, option set and config from ``rng`` (tensors from ``seed``): (its description, what
+    went wrong, empty if nothing)."""
     fmt, d_qk, page = rng.choice(FORMATS)
     T = rng.choice([1, 2, 3, 5, 9])
     H = rng.choice([1, 3, 8, 16, 20, 33, 64])
