@@ -129,6 +129,10 @@ class GluonKernel:
     # 16-byte stores of a row's adjacent columns, not its accumulators' 4-byte ones (session 24: 1.025-1.087x
     # in the 10 rows timed; with persistent, through the last tile's stage: prepared, not yet timed).
     staged_out: bool = False
+    # The computing group's proxy fence after each tile's READY wait (B's in the wide kernel, M's in the narrow one).
+    # A bf16 stage arrives by cp.async and needs it; an fp8 stage is stored by group C, which fences its own stores
+    # before it arrives, so False drops a redundant fence (session 26, prepared: not yet timed).
+    ready_fence: bool = True
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -160,6 +164,9 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, staged_out=True: "
                              "expected block_h 64 (the narrow kernel's output went through a stage in session 23's "
                              "STAGED_STORE, and lost)")
+        if not self.ready_fence and self.spec.kv_format == "auto":
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with ready_fence=False: expected an fp8 cache "
+                             "(a bf16 stage arrives by cp.async, whose writes the computing group must fence)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -182,6 +189,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out),
+                 ("nrf", not self.ready_fence),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -197,4 +205,4 @@ class GluonKernel:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
-                    profile=self.profile, sync_floats=SYNC_FLOATS)
+                    ready_fence=self.ready_fence, profile=self.profile, sync_floats=SYNC_FLOATS)

@@ -241,3 +241,19 @@ def test_interpreter_scalar_index_conversion_with_new_numpy():
         t = Tensor()
         t.handle = types.SimpleNamespace(data=np.array([7], dtype=np.int32))
         assert range(0, t)[-1] == 6
+
+
+def test_the_ready_fence_variant_drops_the_computing_groups_fence_for_fp8_stages():
+    # GluonKernel.ready_fence=False (prepared in session 26): an fp8 stage is stored by group C, which fences its own
+    # stores before it arrives on READY, so the computing group's fence after the wait is dropped; a bf16 stage
+    # arrives by cp.async and keeps it (the field is refused there).
+    from sparsemla.gen.gluon import GluonKernel
+    from sparsemla.gen.render import render_source
+    for block_h in (16, 64):
+        spec = KernelSpec(kv_format="model1", d_qk=512, page_size=64, arch="sm90")
+        shipped, variant = GluonKernel(spec, block_h), GluonKernel(spec, block_h, ready_fence=False)
+        assert variant.key == shipped.key + "-nrf"
+        a, b = render_source(shipped), render_source(variant)
+        assert a.count("fence_async_shared()") == b.count("fence_async_shared()") + 1, block_h
+    with pytest.raises(ValueError, match="ready_fence=False: expected an fp8 cache"):
+        GluonKernel(KernelSpec(arch="sm90"), 16, ready_fence=False)

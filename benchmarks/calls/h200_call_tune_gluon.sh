@@ -31,4 +31,10 @@ for key, buckets in sorted(new.items()):
         print(f"| {key} | {b} | {config_label(e.config)} | {e.time_us:.2f} | "
               f"{config_label(s.config) if s else '-'} | {s.time_us if s and s.time_us else float('nan'):.2f} |")
 PY
+# Session 26 (prepared without a GPU): the narrow fp8 kernel without the computing group's redundant fence after each
+# READY wait (GluonKernel.ready_fence=False) against the shipped kernel, on the fp8 T=256 H=16 rows; timed
+# shipped, False, then True (the shipped kernel again, last: a pair's first is favoured, DEVELOPERS.md).
+timeout 150 python3 benchmarks/calls/gluon_variant.py ready_fence=False ready_fence=True \
+  --rows fp8:16:256,model1:16:256 > "$OUT/ready_fence.log" 2>&1
+echo "== gluon_variant ready_fence rc=$?"; grep "^|\|FAIL\|Error" "$OUT/ready_fence.log" | cut -c1-160
 pack_out
