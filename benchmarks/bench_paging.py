@@ -40,7 +40,8 @@ ROW = M1_DATA_ROW_BYTES + M1_SCALE_ROW_BYTES  # bytes a token's rows take (data 
 SPLIT_TARGET, CONVERT_TARGET_US = 0.8, 5.0
 
 
-def _warm(fn):
+def _warm(fn) -> torch.cuda.Stream:
+    """Three calls of ``fn`` on a side stream (returned: capture there, where its per-stream state is)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # warm-up (compile, allocate persistent buffers) outside the capture
@@ -48,13 +49,14 @@ def _warm(fn):
             fn()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
+    return side
 
 
 def capture(fn, inner: int) -> torch.cuda.CUDAGraph:
     """A CUDA graph of ``inner`` back-to-back ``fn()`` calls (warmed up first)."""
-    _warm(fn)
+    side = _warm(fn)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=side):
         for _ in range(inner):
             fn()
     graph.replay()
@@ -219,7 +221,7 @@ def check_graph_replay(gen, config=None) -> list[str]:
                                                             return_valid_counts=True)
         slots, counts = result  # the outputs of the graph's last call, rewritten by each replay
         assert torch.equal(slots, want_slots) and torch.equal(counts, want_counts), f"convert replay {i}"
-    state = paging._list_buffers[src.device]
+    state = paging.page_list_of(src.device)
     assert int(state.marks.abs().sum()) == 0 and int(state.claims.abs().sum()) == 0, "page marks left set"
     return [f"page_split touched ({config or 'default'}) + convert_indices compact, CUDA graph replays"]
 

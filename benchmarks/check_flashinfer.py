@@ -131,7 +131,7 @@ def time_plan():
         call = lambda tl: sparsemla.sparse_mla(q, cache, idx, sm_scale=576 ** -0.5, topk_length=tl, out=out,
                                                backend="flashinfer")
         call(tls[0])
-        spec, st = next((k[1], s) for k, s in fb._states.items() if k[1].num_heads == H and k[1].topk == 2048)
+        spec, st = next((k[2], s) for k, s in fb._states.items() if k[2].num_heads == H and k[2].topk == 2048)
         lengths = st.plan_key[1]
 
         def plan():
@@ -215,7 +215,7 @@ def check_graph():
             call()
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, stream=s):  # (where the warm-up ran: its split-K workspace)
         call()
     for trial in range(3):
         q.copy_(torch.randn_like(q, dtype=torch.float32).bfloat16())

@@ -216,7 +216,7 @@ def time_calls(calls, target_ms: float = 5.0, repeats: int = 15) -> tuple[float,
             run()
         torch.cuda.current_stream().wait_stream(s)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, stream=s):  # (the warm-up's stream: its workspace, as an engine captures)
             run()
         replay = graph.replay
     except Exception:

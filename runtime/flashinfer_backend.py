@@ -223,8 +223,13 @@ def sm120_arguments(q, view, indices, sm_scale, out, lse, *, topk_length=None, a
 # SM90: the MLA wrapper, planned per (device, spec)
 # ---------------------------------------------------------------------------------------------
 
+# Per (device, stream handle): calls on two streams may run at once, and shared buffers would mix them.
 _float_workspaces: dict = {}
-_states: dict = {}
+_states: dict = {}  # (device, stream handle, spec) -> _WrapperState
+
+
+def _stream_of(device: torch.device) -> int:
+    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
 
 
 def _new_wrapper(workspace, qo_indptr, kv_indptr, kv_indices, kv_len):
@@ -244,9 +249,10 @@ class _WrapperState:
     """
 
     def __init__(self, device: torch.device, capacity: int, topk: int):
-        ws = _float_workspaces.get(device)
+        key = (device, _stream_of(device))
+        ws = _float_workspaces.get(key)
         if ws is None:
-            ws = _float_workspaces[device] = torch.empty(_WORKSPACE_BYTES, dtype=torch.uint8, device=device)
+            ws = _float_workspaces[key] = torch.empty(_WORKSPACE_BYTES, dtype=torch.uint8, device=device)
         i32 = dict(dtype=torch.int32, device=device)
         self.capacity = capacity
         self.kv_indptr = torch.zeros(capacity + 1, **i32)
@@ -274,9 +280,10 @@ class _WrapperState:
 
 
 def _state(device: torch.device, spec: KernelSpec, T: int) -> _WrapperState:
-    st = _states.get((device, spec))
+    key = (device, _stream_of(device), spec)
+    st = _states.get(key)
     if st is None or st.capacity < T:
-        st = _states[(device, spec)] = _WrapperState(device, max(16, next_pow2(T)), spec.topk)
+        st = _states[key] = _WrapperState(device, max(16, next_pow2(T)), spec.topk)
     return st
 
 
@@ -312,15 +319,16 @@ def _run_sm90(spec, q, view, indices, sm_scale, out, lse, topk_length):
 # SM120 / SM121 (untested on hardware)
 # ---------------------------------------------------------------------------------------------
 
-_scratch: dict = {}
+_scratch: dict = {}  # (device, stream handle, dtype) -> the sm120 kernel's split-K buffers
 
 
 def _scratch_alloc(device):
     def alloc(shape, dtype):
         numel = math.prod(shape)
-        buf = _scratch.get((device, dtype))
+        key = (device, _stream_of(device), dtype)
+        buf = _scratch.get(key)
         if buf is None or buf.numel() < numel:
-            buf = _scratch[(device, dtype)] = torch.empty(numel, dtype=dtype, device=device)
+            buf = _scratch[key] = torch.empty(numel, dtype=dtype, device=device)
         return buf[:numel].view(shape)
     return alloc
 

@@ -17,6 +17,7 @@ every launch goes through the JIT.
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 
 import torch
@@ -76,7 +77,27 @@ def _hooked() -> bool:
             or (leave is not None and bool(getattr(leave, "calls", True))))
 
 
-def _stream(device: int):
+def capturing(device: torch.device) -> bool:
+    """Whether a CUDA graph is being captured on ``device``'s current stream (never off CUDA)."""
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
+_reported_captures: set = set()
+
+
+def report_capture_buffers(what: str) -> None:
+    """Say once per kind of buffer that a graph is being captured on a stream where no eager call made ``what``
+    first, so each captured call allocates its own in the graph's pool (correct, but more nodes and memory)."""
+    if what not in _reported_captures:
+        _reported_captures.add(what)
+        logging.getLogger("sparsemla").warning(
+            "sparsemla: a CUDA graph is captured on a stream without %s of its own: each captured call gets "
+            "one from the graph's memory pool. Make one eager call on the capture stream first to reuse one "
+            "(reported once)", what)
+
+
+def stream_handle(device: int):
+    """The handle of CUDA device ``device``'s current stream, as Triton's launchers take it."""
     from triton.runtime import driver
     return driver.active.get_current_stream(device)
 
@@ -91,7 +112,7 @@ def launch(jit_fn, grid, *args, num_warps: int = 4, **constexprs):
     known = _compiled.get(key, _MISSING)
     if known is not _MISSING and known is not None:
         g = tuple(grid) + (1,) * (3 - len(grid))
-        known.run(g[0], g[1], g[2], _stream(device), known.function, known.packed_metadata,
+        known.run(g[0], g[1], g[2], stream_handle(device), known.function, known.packed_metadata,
                   None, None, None, *ordered_args(jit_fn, args, constexprs))
         return known
     compiled = jit_fn[grid](*args, num_warps=num_warps, **COMPILE_OPTIONS, **constexprs)

@@ -18,11 +18,13 @@ from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 
 from .api import device_arch
 from .device_guard import on_tensor_device
-from .launch import launch
+from .launch import capturing, launch, report_capture_buffers, stream_handle
 
 _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
 _split_buffers: dict = {}  # (device, buffer_tag) -> persistent page_split output
-_list_buffers: dict = {}  # device -> _PageList (grown, never shrunk)
+# (device, stream handle) -> _PageList (grown, never shrunk): calls on two streams may run at once, and a
+# shared state would mix their marks and lists.
+_list_buffers: dict = {}
 # States a larger one replaced, per device: never freed, since a CUDA graph captured with one replays into it
 # (see triton_backend._retired); growth at least doubles. release_retired_lists frees them.
 _retired_lists: dict = {}
@@ -205,14 +207,14 @@ def page_split_reference(src_pages, *, src_page_size, dst_page_size=64, touched_
 
 
 class _PageList:
-    """page_split's device state for touched pages, one per device: marks (int8 per source page,
-    ``spacing`` bytes apart, in as many rows as the config's mark_copies),
+    """page_split's device state for touched pages, one per stream of a device: marks (int8 per source
+    page, ``spacing`` bytes apart, in as many rows as the config's mark_copies),
     pages (the list of distinct touched source pages) and count (its length). Between calls every
     mark is 0: a call's mark kernel sets marks and zeroes count, its compact kernel lists the
     marked pages and clears their marks (with mark_claim: count is zeroed, the claim kernel sets
     claims and lists, the copy clears the claims), all on the device, so a call replays from a
-    CUDA graph (make one call before capturing, so the buffers are allocated outside the graph).
-    Calls on one device share it: run them on one stream."""
+    CUDA graph (make one call on the capture stream before capturing, so the state is allocated and
+    zeroed outside the graph)."""
 
     def __init__(self, device, capacity: int, mark_bytes: int):
         self.capacity = capacity
@@ -226,18 +228,35 @@ class _PageList:
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
 
 
+def _stream_key(device) -> tuple:
+    """(device, the handle of its current stream; 0 off CUDA): the key of that stream's state."""
+    return device, stream_handle(device.index) if device.type == "cuda" else 0
+
+
+def page_list_of(device) -> _PageList | None:
+    """The touched path's state of ``device``'s current stream (None before its first touched call there)."""
+    return _list_buffers.get(_stream_key(device))
+
+
 def _page_list(device, num_pages: int, cfg) -> _PageList:
-    """The device's state, reallocated when it holds fewer than ``num_pages`` pages or fewer
-    marks than ``cfg`` needs (mark_copies rows of num_pages marks, mark_spacing bytes apart)."""
+    """The current stream's state, reallocated when it holds fewer than ``num_pages`` pages or fewer
+    marks than ``cfg`` needs (mark_copies rows of num_pages marks, mark_spacing bytes apart). While a CUDA
+    graph is captured on a stream without a state large enough, the call gets a state of its own from the
+    graph's pool, zeroed in the graph: a shared one allocated there would be zeroed only when that graph
+    replays, and another graph captured on the stream could replay first."""
     mark_bytes = cfg.mark_copies * num_pages * cfg.mark_spacing
-    state = _list_buffers.get(device)
+    key = _stream_key(device)
+    state = _list_buffers.get(key)
     if state is None or state.capacity < num_pages or state.marks.numel() < mark_bytes:
         capacity, mark_bytes = max(num_pages, 1), max(mark_bytes, 1)
+        if capturing(device):
+            report_capture_buffers("page_split's touched-page state large enough")
+            return _PageList(device, capacity, mark_bytes)
         if state is not None:
             _retired_lists.setdefault(device, []).append(state)
             capacity, mark_bytes = max(capacity, 2 * state.capacity), max(mark_bytes, 2 * state.marks.numel())
         state = _PageList(device, capacity, mark_bytes)
-        _list_buffers[device] = state
+        _list_buffers[key] = state
     return state
 
 
@@ -276,8 +295,8 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     (inside CUDA-graph capture only, see ``_takes_lead``), ``mark_claim``, ``mark_dedup``,
     ``mark_copies``, ``mark_check`` and ``mark_spacing`` (see ``PagingConfig``).
     With touched_indices the kernels keep state on the device (see ``_PageList``; the default's
-    marks take 2 x 128 B per source page): make one call before capturing a CUDA graph, and keep
-    the calls of one device on one stream.
+    marks take 2 x 128 B per source page; one state per stream): make one call on the capture stream
+    before capturing a CUDA graph.
     """
     _positive_int("src_page_size", src_page_size)
     _positive_int("dst_page_size", dst_page_size)

@@ -22,7 +22,10 @@ from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
 from .kvcache import KVCacheView
+from .launch import capturing, report_capture_buffers
 
+# Split-K workspaces, one per (device, stream handle): launches on two streams of one device may run at once,
+# and a shared buffer would mix their partials (and the FUSED kernels' counters, which could then hang).
 _workspaces: dict = {}
 # Workspaces replaced by a larger one, per device. They are never freed: a CUDA graph captured while one was
 # current still writes its partials there on every replay, and freed memory would be handed to other tensors.
@@ -60,13 +63,14 @@ last_compiled = None
 _Q, _IDX, _TOPK_LEN, _SINK, _OUT, _LSE, _X_IDX, _X_TOPK_LEN, _SCALE = range(9)
 
 
-def workspace(device: torch.device, numel: int) -> torch.Tensor:
-    """A float32 scratch buffer reused across calls (grown, never shrunk), so steady-state
-    calls allocate nothing and can be captured in a CUDA graph. The SYNC_FLOATS floats before it
-    are the fused combine's counters (gen.gluon.SYNC_FLOATS): zeroed when allocated, and every
-    launch that uses them leaves them 0. A replaced buffer is kept (``_retired``) for the graphs that
-    captured it; ``release_retired_workspaces`` frees those once no such graph will replay."""
-    buf = _workspaces.get(device)
+def workspace(device: torch.device, numel: int, stream: int = 0) -> torch.Tensor:
+    """A float32 scratch buffer for launches on ``stream`` (a CUDA stream handle; 0 off CUDA) of ``device``,
+    reused across calls (grown, never shrunk), so steady-state calls allocate nothing and can be captured in a
+    CUDA graph. The SYNC_FLOATS floats before it are the fused combine's counters (gen.gluon.SYNC_FLOATS):
+    zeroed when allocated, and every launch that uses them leaves them 0. A replaced buffer is kept
+    (``_retired``) for the graphs that captured it; ``release_retired_workspaces`` frees those once no such
+    graph will replay."""
+    buf = _workspaces.get((device, stream))
     if buf is None or buf.numel() < SYNC_FLOATS + numel:
         size = max(numel, 1)
         if buf is not None:
@@ -74,7 +78,7 @@ def workspace(device: torch.device, numel: int) -> torch.Tensor:
             size = max(size, 2 * (buf.numel() - SYNC_FLOATS))
         buf = torch.empty(SYNC_FLOATS + size, dtype=torch.float32, device=device)
         buf[:SYNC_FLOATS].zero_()
-        _workspaces[device] = buf
+        _workspaces[(device, stream)] = buf
     return buf[SYNC_FLOATS:SYNC_FLOATS + numel]
 
 
@@ -217,6 +221,16 @@ class _Kernel:
             except Exception:  # a Triton whose launcher differs: keep launching through the JIT
                 self.direct = None
         return compiled
+
+    def set_fixed(self, pos: int, value: torch.Tensor) -> None:
+        """Replace the fixed tensor argument at ``pos`` (a workspace part): in the direct launch's argument list
+        too where it keeps its 16-byte alignment (the kernel was specialized for it), else that is rebuilt."""
+        old, self.args.values[pos] = self.args.values[pos], value
+        if self.direct is not None:
+            if isinstance(old, torch.Tensor) and old.data_ptr() % 16 == value.data_ptr() % 16:
+                self.direct.values[pos] = value
+            else:
+                self.direct = None
 
 
 def combine_columns(splits: int, d_v: int) -> int:
@@ -391,6 +405,9 @@ class TritonLaunch:
         split_k = S > 1 or partials_at is not None
         self.ws_at = partials_at or 0
         self.device = q.device
+        # The stream a call runs on picks its workspace (``_bind_workspace``): Triton's handle of it.
+        self.stream_fn = current_stream() if q.device.type == "cuda" else None
+        self.ws_buf = self.ws_stream = None
         lse_strides = (lse.stride(0), lse.stride(1)) if lse is not None else (0, 0)
 
         # The Gluon kernel copies Q by cp.async, 16 bytes at a time: its rows need a unit last stride and
@@ -419,6 +436,7 @@ class TritonLaunch:
         block_dv = combine_columns(S, spec.d_v)
         combine_grid = T * H * (spec.d_v // block_dv)
         pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
+        self.fused = fused
         # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
@@ -429,7 +447,7 @@ class TritonLaunch:
         self.ws_pos = len(fwd.values)
         for used in (split_k, split_k or config.p_exchange):
             if used:
-                fwd.fixed(None)  # set by _attach_workspace
+                fwd.fixed(None)  # set by _bind_workspace
             else:
                 fwd.per_call(_Q)
         fwd.per_call(_SCALE)
@@ -455,39 +473,51 @@ class TritonLaunch:
             self._combine_kernel(mod, spec, T, H, S, block_dv, out, lse, attn_sink, pdl,
                                  _parts_first(combine_grid, q.device))
             self.combine.reserve = _combine_reserve(pdl, grid, combine_grid, q.device)
-        if self.ws_numel:
-            self._attach_workspace()
 
     def _combine_kernel(self, mod, spec, T, H, S, block_dv, out, lse, attn_sink, pdl: bool,
                         parts_first: bool) -> None:
-        comb = _merge_args(2, out, lse, attn_sink, H)  # o_part, lse_part: set by _attach_workspace
+        comb = _merge_args(2, out, lse, attn_sink, H)  # o_part, lse_part: set by _bind_workspace
         s_p2 = next_pow2(S)
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
                                dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl,
                                     PARTS_FIRST=parts_first),
                                dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)
 
-    def _attach_workspace(self) -> None:
-        """Point the workspace arguments at the shared buffer (again, after a launch grew it)."""
-        ws = workspace(self.device, self.ws_at + self.ws_numel)[self.ws_at:]
-        self.ws_buf = _workspaces[self.device]
-        parts = [ws[:self.o_numel], ws[self.o_numel:]]  # lse_part runs on into the scratch
-        self.parts = parts
+    def _bind_workspace(self, stream: int) -> None:
+        """Point the workspace arguments at ``stream``'s workspace (again after a launch grew it, or when the
+        call runs on another stream). While a CUDA graph is captured on a stream without a workspace large
+        enough, the partials go to a buffer of this call's own, from the graph's memory pool like any
+        operator's output: a shared one allocated there would have its counters zeroed only when that graph
+        replays, and another graph captured on the stream could replay first."""
+        need = self.ws_at + self.ws_numel
+        buf = _workspaces.get((self.device, stream))
+        if (buf is None or buf.numel() < SYNC_FLOATS + need) and capturing(self.device):
+            report_capture_buffers("a split-K workspace large enough")
+            buf = torch.empty(SYNC_FLOATS + self.ws_numel, dtype=torch.float32, device=self.device)
+            if self.fused:
+                buf[:SYNC_FLOATS].zero_()  # (a memset node in the graph)
+            ws, self.ws_stream = buf[SYNC_FLOATS:], None  # (bound again on the next call)
+        else:
+            ws = workspace(self.device, need, stream)[self.ws_at:]
+            buf, self.ws_stream = _workspaces[(self.device, stream)], stream
+        self.ws_buf = buf
+        self.parts = parts = [ws[:self.o_numel], ws[self.o_numel:]]  # lse_part runs on into the scratch
         for i, n in enumerate((self.o_numel, self.lse_numel)):
             if n:
-                self.fwd.args.values[self.ws_pos + i] = parts[i]
-        self.fwd.direct = None  # its argument list held the old buffer
+                self.fwd.set_fixed(self.ws_pos + i, parts[i])
         if self.combine is not None:
-            self.combine.args.values[:2] = parts[:2]
-            self.combine.direct = None
+            for i in (0, 1):
+                self.combine.set_fixed(i, parts[i])
 
     def __call__(self, q: torch.Tensor, indices: torch.Tensor, sm_scale: float, out: torch.Tensor,
                  lse: torch.Tensor | None = None, topk_length=None, attn_sink=None, extra_indices=None,
                  extra_topk_length=None) -> None:
         if self.fwd is None:  # no query tokens
             return
-        if self.ws_numel and _workspaces.get(self.device) is not self.ws_buf:
-            self._attach_workspace()
+        if self.ws_numel:
+            stream = self.stream_fn(self.device.index) if self.stream_fn is not None else 0
+            if stream != self.ws_stream or _workspaces.get((self.device, stream)) is not self.ws_buf:
+                self._bind_workspace(stream)
         if self.q_strides is not None or (self.gluon and q.data_ptr() % 16):
             q = torch.empty_strided(q.shape, self.q_strides or q.stride(), dtype=q.dtype, device=q.device).copy_(q)
         vals = (q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale)
@@ -545,10 +575,10 @@ class PartsLaunch:
             return
         self.main(q, indices, sm_scale, out, None, topk_length)
         self.extra(q, extra_indices, sm_scale, out, None, extra_topk_length)
-        parts = [*self.main.parts, *self.extra.parts]  # (a part re-points at a grown workspace when called)
-        if any(a is not b for a, b in zip(self.combine.args.values[:4], parts)):
-            self.combine.args.values[:4] = parts
-            self.combine.direct = None
+        parts = [*self.main.parts, *self.extra.parts]  # (a part re-points at its stream's workspace when called)
+        for i, part in enumerate(parts):
+            if self.combine.args.values[i] is not part:
+                self.combine.set_fixed(i, part)
         self.combine((q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale))
 
 

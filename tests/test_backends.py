@@ -539,14 +539,16 @@ def test_the_workspace_keeps_the_fused_combines_counters_zeroed_before_it(monkey
     monkeypatch.setattr(triton_backend, "_workspaces", {})
     dev = torch.device("cpu")
     ws = triton_backend.workspace(dev, 100)
-    buf = triton_backend._workspaces[dev]
+    buf = triton_backend._workspaces[dev, 0]
     assert ws.numel() == 100 and ws.data_ptr() == buf.data_ptr() + 4 * SYNC_FLOATS
     assert bool((buf[:SYNC_FLOATS] == 0).all())
     ws.fill_(7.0)
     assert triton_backend.workspace(dev, 50).data_ptr() == ws.data_ptr()  # reused, not grown
     grown = triton_backend.workspace(dev, 1000)
-    assert triton_backend._workspaces[dev] is not buf and grown.numel() == 1000
-    assert bool((triton_backend._workspaces[dev][:SYNC_FLOATS] == 0).all())
+    assert triton_backend._workspaces[dev, 0] is not buf and grown.numel() == 1000
+    assert bool((triton_backend._workspaces[dev, 0][:SYNC_FLOATS] == 0).all())
+    other = triton_backend.workspace(dev, 1000, stream=7)  # another stream's: a buffer of its own
+    assert other.data_ptr() != grown.data_ptr() and triton_backend._workspaces[dev, 7] is not buf
 
 
 def test_a_replaced_workspace_stays_allocated_for_the_graphs_that_captured_it(monkeypatch):
@@ -558,11 +560,11 @@ def test_a_replaced_workspace_stays_allocated_for_the_graphs_that_captured_it(mo
     monkeypatch.setattr(triton_backend, "_retired", {})
     dev = torch.device("cpu")
     first = triton_backend.workspace(dev, 100)
-    bufs = [triton_backend._workspaces[dev]]
+    bufs = [triton_backend._workspaces[dev, 0]]
     for n in (150, 180, 5000, 5001):
         assert triton_backend.workspace(dev, n).numel() == n
-        if triton_backend._workspaces[dev] is not bufs[-1]:
-            bufs.append(triton_backend._workspaces[dev])
+        if triton_backend._workspaces[dev, 0] is not bufs[-1]:
+            bufs.append(triton_backend._workspaces[dev, 0])
     assert [b.numel() - SYNC_FLOATS for b in bufs] == [100, 200, 5000, 10000]  # 180 fits in 200
     retired = triton_backend._retired[dev]
     assert [b.data_ptr() for b in retired] == [b.data_ptr() for b in bufs[:-1]]
@@ -570,6 +572,87 @@ def test_a_replaced_workspace_stays_allocated_for_the_graphs_that_captured_it(mo
     assert first.data_ptr() == retired[0].data_ptr() + 4 * SYNC_FLOATS
     assert triton_backend.release_retired_workspaces() == sum(b.numel() * 4 for b in retired)
     assert triton_backend._retired == {} and triton_backend.release_retired_workspaces() == 0
+
+
+def _split_k_call(gen, T=3, H=16, topk=48, slots=80):
+    """A split-K Triton call (interpreter) and its float64 reference: (call, want); call() returns the output."""
+    from helpers import random_indices, reference64
+    cache = torch.randn(slots, 576, generator=gen).half()
+    q = torch.randn(T, H, 576, generator=gen).half()
+    idx = random_indices(T, topk, slots, gen)
+    want, _ = reference64(q, cache.double(), idx, 0.04, 512)
+
+    def call():
+        return sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, backend="triton", config=Config(16, 16, 3, 4, 1))
+    return call, want
+
+
+def test_a_workspace_part_replaced_in_a_prepared_direct_launch():
+    # _Kernel.set_fixed: the direct launcher's argument list follows a re-pointed workspace part where its
+    # 16-byte alignment (which the kernel was compiled for) is kept; otherwise the next call rebuilds it.
+    k = object.__new__(triton_backend._Kernel)
+    k.args = triton_backend._Args()
+    k.args.fixed(torch.zeros(8), 5)
+    k.direct = types.SimpleNamespace(values=[k.args.values[0], 5, "constexpr"])
+    new = torch.zeros(8)
+    k.set_fixed(0, new)
+    assert k.args.values[0] is new and k.direct.values[0] is new
+    odd = torch.zeros(9)[1:]  # 4 bytes past a 16-byte boundary
+    k.set_fixed(0, odd)
+    assert k.args.values[0] is odd and k.direct is None
+
+
+def test_calls_on_two_streams_never_share_a_workspace(monkeypatch):
+    # Launches on two streams of one device may run at once: each stream's calls write their split-K partials
+    # into a workspace of its own. One prepared launch, called on alternating streams, re-points its kernels'
+    # arguments (the direct launcher's too) at the current stream's buffer.
+    monkeypatch.setattr(triton_backend, "_workspaces", {})
+    api.clear_call_cache()
+    call, want = _split_k_call(torch.Generator().manual_seed(11))
+    call()
+    (prepared,) = api._calls.values()
+    launch = prepared.launch
+    stream = {"now": 5}
+    launch.stream_fn = lambda index: stream["now"]
+    bound = {}
+    for now in (5, 9, 5, 9):
+        stream["now"] = now
+        got = call()
+        assert rel_err(got, want) < 2e-3
+        assert launch.ws_buf is triton_backend._workspaces[torch.device("cpu"), now]
+        assert launch.fwd.args.values[launch.ws_pos].data_ptr() == launch.parts[0].data_ptr()
+        assert launch.combine.args.values[0] is launch.parts[0]
+        bound.setdefault(now, launch.ws_buf.data_ptr())
+        assert launch.ws_buf.data_ptr() == bound[now]  # each stream keeps its own buffer
+    assert bound[5] != bound[9]
+
+
+def test_a_graph_captured_on_a_stream_without_a_workspace_gets_buffers_of_its_own(monkeypatch):
+    # While a CUDA graph is being captured on a stream with no workspace large enough, each call's partials go to
+    # a buffer of its own (the graph's pool): a shared one allocated in the capture would be zeroed only when that
+    # graph replays. FUSED launches zero the counters in it (torch.empty is poisoned here to show it).
+    from sparsemla.gen.gluon import SYNC_FLOATS
+    monkeypatch.setattr(triton_backend, "_workspaces", {})
+    api.clear_call_cache()
+    call, want = _split_k_call(torch.Generator().manual_seed(12))
+    call()
+    (prepared,) = api._calls.values()
+    launch = prepared.launch
+    launch.stream_fn = lambda index: 3  # a stream no call ran on
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: empty(*a, **k).fill_(float("nan"))
+                        if k.get("dtype") == torch.float32 else empty(*a, **k))
+    monkeypatch.setattr(triton_backend, "capturing", lambda device: True)
+    monkeypatch.setattr(launch, "fused", True)
+    bufs = []
+    for _ in range(2):
+        assert rel_err(call(), want) < 2e-3
+        bufs.append(launch.ws_buf)
+        assert bool((launch.ws_buf[:SYNC_FLOATS] == 0).all())
+    assert bufs[0] is not bufs[1] and (torch.device("cpu"), 3) not in triton_backend._workspaces
+    monkeypatch.setattr(triton_backend, "capturing", lambda device: False)
+    assert rel_err(call(), want) < 2e-3  # eager again: the stream's own workspace
+    assert launch.ws_buf is triton_backend._workspaces[torch.device("cpu"), 3]
 
 
 @pytest.mark.parametrize("heads,splits,fused", [(128, 2, True), (64, 2, True), (128, 4, False), (32, 2, False)])

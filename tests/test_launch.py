@@ -48,7 +48,7 @@ class _Jit:
 def direct(monkeypatch):
     monkeypatch.setattr(fast, "ENABLED", True)
     monkeypatch.setattr(fast, "_direct_ok", lambda args: True)
-    monkeypatch.setattr(fast, "_stream", lambda device: "stream")
+    monkeypatch.setattr(fast, "stream_handle", lambda device: "stream")
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(fast, "_compiled", {})
 

@@ -274,7 +274,7 @@ def test_page_split_touched_list_strides_and_resets(P, config):
         _check_touched(src, got, P, pages)
         assert torch.equal(got, page_split_reference(src, src_page_size=P, touched_indices=tok,
                                                      out=torch.full(shape, SENTINEL, dtype=torch.uint8)))
-        state = paging._list_buffers[src.device]
+        state = paging._list_buffers[src.device, 0]
         listed = state.pages[:int(state.count)].tolist()
         if config is not None and config.lead_split:  # the lead share's pages, then only new ones
             rest_listed += len(listed)
@@ -304,10 +304,37 @@ def test_a_replaced_page_state_stays_allocated_for_captured_graphs(monkeypatch):
         _check_touched(src, paging.page_split(src, src_page_size=P, touched_indices=tok, out=out), P, pages)
     retired = paging._retired_lists[src.device]
     assert [st.capacity for st in retired] == [3, 6]  # 5 pages -> 6 (doubled), 6 fit, 40 -> 40
-    assert paging._list_buffers[src.device].capacity == 40
+    assert paging._list_buffers[src.device, 0].capacity == 40
     assert all((st.marks == 0).all() for st in retired)
     assert sparsemla.runtime.release_retired_buffers() >= sum(st.marks.numel() for st in retired)
     assert paging._retired_lists == {} and paging.release_retired_lists() == 0
+
+
+def test_touched_calls_on_two_streams_or_in_a_fresh_capture_keep_their_own_state(monkeypatch):
+    # Touched page_split calls on two streams of one device may run at once: each stream has its own marks
+    # and lists. In a CUDA graph captured on a stream with no state, each call gets one of its own, zeroed in
+    # the graph (a shared one allocated there would be zeroed only when that graph replays).
+    monkeypatch.setattr(paging, "_list_buffers", {})
+    gen = torch.Generator().manual_seed(torch.seed())
+    P, N = 256, 5
+    src = _pool(gen, N, P)
+    stream = {"now": 1}
+    monkeypatch.setattr(paging, "_stream_key", lambda device: (device, stream["now"]))
+    states = {}
+    for now, pages in ((1, [0, 3]), (2, [4]), (1, [2]), (2, [1, 0])):
+        stream["now"] = now
+        tok = _touched_problem(gen, N, P, pages)
+        out = torch.full((N * P // 64, model1_page_bytes(64)), SENTINEL, dtype=torch.uint8)
+        _check_touched(src, paging.page_split(src, src_page_size=P, touched_indices=tok, out=out), P, pages)
+        assert states.setdefault(now, paging.page_list_of(src.device)) is paging.page_list_of(src.device)
+    assert states[1] is not states[2] and set(paging._list_buffers) == {(src.device, 1), (src.device, 2)}
+    stream["now"] = 3
+    monkeypatch.setattr(paging, "capturing", lambda device: True)
+    for pages in ([1], [2, 4]):
+        tok = _touched_problem(gen, N, P, pages)
+        out = torch.full((N * P // 64, model1_page_bytes(64)), SENTINEL, dtype=torch.uint8)
+        _check_touched(src, paging.page_split(src, src_page_size=P, touched_indices=tok, out=out), P, pages)
+    assert paging.page_list_of(src.device) is None and len(paging._list_buffers) == 2
 
 
 def test_page_split_default_takes_the_lead_path_only_from_lead_min_ids():
@@ -325,7 +352,7 @@ def test_page_split_default_takes_the_lead_path_only_from_lead_min_ids():
         cfg = base if min_ids is None else dataclasses.replace(base, lead_min_ids=min_ids)
         paging.page_split(src, src_page_size=P, touched_indices=tok, out=torch.zeros(shape, dtype=torch.uint8),
                           config=cfg)  # the device state for this config
-        state = paging._list_buffers[src.device]
+        state = paging._list_buffers[src.device, 0]
         state.lead_count.fill_(-5)  # only the lead path writes it
         out = torch.full(shape, SENTINEL, dtype=torch.uint8)
         _check_touched(src, paging.page_split(src, src_page_size=P, touched_indices=tok, out=out, config=cfg),

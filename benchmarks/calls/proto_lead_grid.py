@@ -43,7 +43,7 @@ def main():
     for name, change, priority in variants:
         cfg = dataclasses.replace(base, **change)
         paging.page_split(src, src_page_size=P, touched_indices=tok, out=dst, config=cfg)  # state for cfg
-        state = paging._list_buffers[src.device]
+        state = paging.page_list_of(src.device)
         state.side = torch.cuda.Stream(priority=priority)
         times = []
         for ids in (tok, near, mid, few):
