@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import threading
 from dataclasses import replace
 
 import torch
@@ -408,6 +409,9 @@ class TritonLaunch:
         # The stream a call runs on picks its workspace (``_bind_workspace``): Triton's handle of it.
         self.stream_fn = current_stream() if q.device.type == "cuda" else None
         self.ws_buf = self.ws_stream = None
+        # Held from binding the workspace to launching: threads keep their own current streams, and another
+        # thread's binding between this one's and its launch would hand it that stream's workspace.
+        self.lock = threading.Lock()
         lse_strides = (lse.stride(0), lse.stride(1)) if lse is not None else (0, 0)
 
         # The Gluon kernel copies Q by cp.async, 16 bytes at a time: its rows need a unit last stride and
@@ -514,10 +518,16 @@ class TritonLaunch:
                  extra_topk_length=None) -> None:
         if self.fwd is None:  # no query tokens
             return
-        if self.ws_numel:
+        if not self.ws_numel:
+            self._launch(q, indices, sm_scale, out, lse, topk_length, attn_sink, extra_indices, extra_topk_length)
+            return
+        with self.lock:
             stream = self.stream_fn(self.device.index) if self.stream_fn is not None else 0
             if stream != self.ws_stream or _workspaces.get((self.device, stream)) is not self.ws_buf:
                 self._bind_workspace(stream)
+            self._launch(q, indices, sm_scale, out, lse, topk_length, attn_sink, extra_indices, extra_topk_length)
+
+    def _launch(self, q, indices, sm_scale, out, lse, topk_length, attn_sink, extra_indices, extra_topk_length):
         if self.q_strides is not None or (self.gluon and q.data_ptr() % 16):
             q = torch.empty_strided(q.shape, self.q_strides or q.stride(), dtype=q.dtype, device=q.device).copy_(q)
         vals = (q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale)
@@ -558,6 +568,7 @@ class PartsLaunch:
         self.extra = TritonLaunch(x_spec, x_cfg, q, extra_view, extra_indices, out, None,
                                   topk_length=extra_topk_length, partials_at=-(-self.main.ws_numel // 32) * 32)
         self.combine = None
+        self.lock = threading.Lock()  # (from the parts' launches to the merge: see TritonLaunch.lock)
         T, H, _ = q.shape
         if T == 0:
             return
@@ -573,13 +584,14 @@ class PartsLaunch:
                  extra_topk_length=None) -> None:
         if self.combine is None:  # no query tokens
             return
-        self.main(q, indices, sm_scale, out, None, topk_length)
-        self.extra(q, extra_indices, sm_scale, out, None, extra_topk_length)
-        parts = [*self.main.parts, *self.extra.parts]  # (a part re-points at its stream's workspace when called)
-        for i, part in enumerate(parts):
-            if self.combine.args.values[i] is not part:
-                self.combine.set_fixed(i, part)
-        self.combine((q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale))
+        with self.lock:
+            self.main(q, indices, sm_scale, out, None, topk_length)
+            self.extra(q, extra_indices, sm_scale, out, None, extra_topk_length)
+            parts = [*self.main.parts, *self.extra.parts]  # (each part re-points at its stream's workspace)
+            for i, part in enumerate(parts):
+                if self.combine.args.values[i] is not part:
+                    self.combine.set_fixed(i, part)
+            self.combine((q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale))
 
 
 def run_triton(spec: KernelSpec, config: Config, q: torch.Tensor, view: KVCacheView,

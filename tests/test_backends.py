@@ -627,6 +627,50 @@ def test_calls_on_two_streams_never_share_a_workspace(monkeypatch):
     assert bound[5] != bound[9]
 
 
+def test_threads_on_two_streams_launch_with_their_own_streams_workspace(monkeypatch):
+    # Threads keep their own current streams. A thread binding its stream's workspace while another is between
+    # its binding and its launch would hand that launch the wrong buffer: TritonLaunch.lock holds the binding
+    # through the launch. Thread A pauses in its launch until B has bound its stream (or 0.5 s pass).
+    import threading
+    from sparsemla.gen.gluon import SYNC_FLOATS
+    monkeypatch.setattr(triton_backend, "_workspaces", {})
+    api.clear_call_cache()
+    call, want = _split_k_call(torch.Generator().manual_seed(13))
+    call()
+    (prepared,) = api._calls.values()
+    launch = prepared.launch
+    streams = {"A": 1, "B": 2}
+    launch.stream_fn = lambda index: streams[threading.current_thread().name]
+    a_in, b_bound, seen, results = threading.Event(), threading.Event(), {}, {}
+    bind, run = launch._bind_workspace, launch._launch
+
+    def binding(stream):
+        bind(stream)
+        if stream == 2:
+            b_bound.set()
+
+    def launching(*args):
+        name = threading.current_thread().name
+        if name == "A":
+            a_in.set()
+            b_bound.wait(0.5)
+        seen[name] = launch.parts[0].data_ptr()
+        run(*args)
+
+    monkeypatch.setattr(launch, "_bind_workspace", binding)
+    monkeypatch.setattr(launch, "_launch", launching)
+    threads = {name: threading.Thread(target=lambda n=name: results.__setitem__(n, call()), name=name)
+               for name in streams}
+    threads["A"].start()
+    assert a_in.wait(60)
+    threads["B"].start()
+    for t in threads.values():
+        t.join(120)
+    for name, stream in streams.items():
+        assert seen[name] == triton_backend._workspaces[torch.device("cpu"), stream].data_ptr() + 4 * SYNC_FLOATS
+        assert rel_err(results[name], want) < 2e-3
+
+
 def test_a_graph_captured_on_a_stream_without_a_workspace_gets_buffers_of_its_own(monkeypatch):
     # While a CUDA graph is being captured on a stream with no workspace large enough, each call's partials go to
     # a buffer of its own (the graph's pool): a shared one allocated in the capture would be zeroed only when that
