@@ -337,6 +337,38 @@ def test_touched_calls_on_two_streams_or_in_a_fresh_capture_keep_their_own_state
     assert paging.page_list_of(src.device) is None and len(paging._list_buffers) == 2
 
 
+def test_release_buffers_drops_what_the_runtime_keeps_and_calls_prepare_again(monkeypatch):
+    # sparsemla.runtime.release_buffers: every stream's split-K workspace, page_split's states and kept outputs,
+    # and the prepared calls that hold them; the next calls allocate and prepare again.
+    from sparsemla.gen.spec import Config
+    from sparsemla.runtime import api, triton_backend
+    for table in ("_workspaces", "_retired"):
+        monkeypatch.setattr(triton_backend, table, {})
+    for table in ("_list_buffers", "_retired_lists", "_split_buffers"):
+        monkeypatch.setattr(paging, table, {})
+    gen = torch.Generator().manual_seed(torch.seed())
+    P, N = 256, 4
+    src = _pool(gen, N, P)
+    tok = _touched_problem(gen, N, P, [1, 3])
+    q, kv = torch.randn(2, 16, 576, generator=gen).half(), torch.randn(64, 576, generator=gen).half()
+    idx = torch.randint(0, 64, (2, 48), generator=gen, dtype=torch.int32)
+
+    def calls():
+        out = torch.full((N * P // 64, model1_page_bytes(64)), SENTINEL, dtype=torch.uint8)
+        _check_touched(src, paging.page_split(src, src_page_size=P, touched_indices=tok, out=out), P, [1, 3])
+        kept = paging.page_split(src, src_page_size=P)  # (a persistent output)
+        assert torch.equal(kept, page_split_reference(src, src_page_size=P))
+        return sparsemla.sparse_mla(q, kv, idx, sm_scale=0.04, backend="triton",
+                                    config=Config(16, 16, 3, 4, 1))
+    first = calls()
+    assert triton_backend._workspaces and paging._list_buffers and paging._split_buffers and api._calls
+    workspace = next(iter(triton_backend._workspaces.values()))
+    assert sparsemla.runtime.release_buffers() >= workspace.numel() * 4 + model1_page_bytes(64) * N * 4
+    assert not (triton_backend._workspaces or paging._list_buffers or paging._split_buffers or api._calls)
+    assert torch.equal(calls(), first)
+    assert triton_backend._workspaces and paging._list_buffers and api._calls
+
+
 def test_page_split_default_takes_the_lead_path_only_from_lead_min_ids():
     # The default touched config splits off a lead share only for calls with at least
     # lead_min_ids ids (below it the plain path's fixed cost is lower); both copy the same pages.
