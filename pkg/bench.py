@@ -181,13 +181,56 @@ def rotations(fmt, T) -> int:
     return max(2, min(64, -(-240_000_000 // per_call)))
 
 
-def run_suite(rows, device, *, configs=None, with_flashinfer=True, check=True, log=print):
-    """Measure ``rows``; ``configs`` maps (format name, T, H) -> Config to override the dispatch."""
-    from triton.testing import do_bench
-    import sparsemla
+class Journal:
+    """A suite run's rows as they are measured, in ``path`` (rewritten atomically after each row), so that an
+    interrupted run resumes: a later run with the same key (GPU, versions, template, FlashInfer and check
+    settings) reuses the rows measured without error whose config is still the one it would run, and the
+    ceilings they were computed with. Another key's file, or an unreadable one, is reported and started over."""
+
+    def __init__(self, path: Path, key: dict, log=print):
+        self.path, self.key = Path(path), key
+        self.ceilings, self.rows = None, {}
+        try:
+            data = json.loads(self.path.read_text()) if self.path.exists() else None
+        except (OSError, ValueError) as e:
+            log(f"bench: {self.path} is unreadable ({type(e).__name__}: {e}): starting over")
+            data = None
+        if data is None:
+            return
+        if not isinstance(data, dict) or data.get("key") != key:
+            log(f"bench: {self.path} is from another run (its key: {data.get('key') if isinstance(data, dict) else '?'}; "
+                f"this run's: {key}): starting over")
+            return
+        self.ceilings = data.get("ceilings")
+        self.rows = {(r["format"], r["T"], r["H"]): r for r in data.get("rows", [])}
+        log(f"bench: resuming from {self.path}: {len(self.rows)} rows measured before")
+
+    def reusable(self, fname: str, T: int, H: int, config) -> dict | None:
+        """The row measured before for (fname, T, H) with ``config``, if it measured without error."""
+        r = self.rows.get((fname, T, H))
+        if r is None or r.get("config") != config.to_dict() or "error" in r or "fi_error" in r:
+            return None
+        return r
+
+    def record(self, ceilings: dict, row: dict | None = None) -> None:
+        self.ceilings = ceilings
+        if row is not None:
+            self.rows[(row["format"], row["T"], row["H"])] = row
+        atomic_write(self.path, json.dumps(dict(key=self.key, ceilings=ceilings, rows=list(self.rows.values()))))
+
+    def finish(self) -> None:
+        """The run is complete (its results written): the journal goes."""
+        self.path.unlink(missing_ok=True)
+
+
+def run_suite(rows, device, *, configs=None, with_flashinfer=True, check=True, log=print, journal=None,
+              progress=None):
+    """Measure ``rows``; ``configs`` maps (format name, T, H) -> Config to override the dispatch. With a
+    ``journal`` (``Journal``), rows it holds for the same config are reused and each new row is recorded in it.
+    ``progress(done, total)`` is called after each row."""
     from sparsemla.gen.spec import KernelSpec
     from sparsemla.runtime.api import device_arch
-    from sparsemla.runtime.dispatch import lookup, select_config
+    from sparsemla.runtime.dispatch import select_config
 
     anchor = None
     if with_flashinfer:
@@ -195,89 +238,117 @@ def run_suite(rows, device, *, configs=None, with_flashinfer=True, check=True, l
             anchor = FlashInferAnchor(device)
         except Exception as e:  # not installed, or no SM90 build: rows report it
             log(f"FlashInfer unavailable: {type(e).__name__}: {e}")
-    copy_gbs, mm = measure_ceilings(device)
-    log(f"ceilings: copy {copy_gbs:.0f} GB/s, bf16 matmul {mm:.0f} TFLOP/s")
+    if journal is not None and journal.ceilings:  # the rows reused were computed with these
+        ceilings = journal.ceilings
+    else:
+        copy_gbs, mm = measure_ceilings(device)
+        ceilings = dict(copy_gbs=copy_gbs, bf16_tflops=mm)
+    log(f"ceilings: copy {ceilings['copy_gbs']:.0f} GB/s, bf16 matmul {ceilings['bf16_tflops']:.0f} TFLOP/s")
+    if journal is not None:
+        journal.record(ceilings)
     results = []
     by_fmt = {}
     for fmt, T, H in rows:
         by_fmt.setdefault(fmt, []).append((T, H))
     for fname, shapes in by_fmt.items():
         fmt = FORMATS[fname]
-        cache, kw = make_cache(fmt, device)
+        cache = kw = None
         for T, H in shapes:
-            g = torch.Generator(device=device).manual_seed(T * 1000 + H)
-            sets = []
-            for _ in range(rotations(fmt, T)):
-                sets.append((torch.randn(T, H, fmt.d_qk, device=device, dtype=torch.bfloat16, generator=g),
-                             torch.randint(0, SLOTS, (T, TOPK), device=device, dtype=torch.int32, generator=g),
-                             torch.empty(T, H, fmt.d_v, device=device, dtype=torch.bfloat16)))
-            q, indices, out = sets[0]
-            sm_scale = fmt.d_qk ** -0.5
             spec = KernelSpec(kv_format=fmt.kv_format, d_qk=fmt.d_qk, num_heads=H, topk=TOPK,
                               page_size=fmt.page_size or 1, arch=device_arch(device))
             cfg = (configs or {}).get((fname, T, H)) or select_config(spec, T, device)
-
-            def ours(q, indices, out):
-                return lambda: sparsemla.sparse_mla(q, cache, indices, sm_scale=sm_scale, kv_format=fmt.kv_format,
-                                                    out=out, backend="triton", config=cfg, **kw)
-            row = dict(format=fname, kv_format=fmt.kv_format, d_qk=fmt.d_qk, T=T, H=H, topk=TOPK,
-                       config=cfg.to_dict(), rotations=len(sets))
-            ref = None
-            try:
-                call = ours(q, indices, out)
-                call()
-                torch.cuda.synchronize()
-                if check:
-                    n = min(T, 8)
-                    ref = sparsemla.sparse_mla(q[:n], cache, indices[:n], sm_scale=sm_scale,
-                                               kv_format=fmt.kv_format, backend="torch", **kw)
-                    row["rel_err"] = rel_err(out[:n], ref)
-                row["us"] = graph_time_us([ours(*st) for st in sets])
-                row["host_us"] = do_bench(call, warmup=10, rep=50, return_mode="median") * 1e3
-                # What a serving step pays through the dispatcher (backend "auto": the table's choice).
-                entry = lookup(spec, T, device)
-                row["auto_backend"] = entry.backend if entry is not None else "triton"
-                row["auto_step_us"] = step_us([
-                    lambda st=st: sparsemla.sparse_mla(st[0], cache, st[1], sm_scale=sm_scale,
-                                                       kv_format=fmt.kv_format, out=st[2], **kw)
-                    for st in sets], n=min(40, max(8, 4 * len(sets))))
-            except Exception as e:
-                row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
-                log(f"{fname} T={T} H={H}: {row['error']}")
-            floor, flops, nbytes = roofline_us(fmt, T, H, copy_gbs, mm)
-            row.update(floor_us=floor, tflops=None, gbs=None)
-            if "us" in row:
-                row.update(tflops=flops / row["us"] / 1e6, gbs=nbytes / row["us"] / 1e3,
-                           roofline=floor / row["us"])
-            if anchor is not None and anchor.supports(fmt):
-                try:
-                    anchor.prepare(fmt, cache, kw, *sets[0][:2], sm_scale)  # FlashInfer's JIT build, untimed
-                    prepared = [anchor.prepare(fmt, cache, kw, *st[:2], sm_scale) for st in sets]
-                    fi_call, plan_ms = prepared[0]
-                    fo = fi_call()
-                    torch.cuda.synchronize()
-                    if ref is not None:
-                        row["fi_rel_err"] = rel_err(fo[:min(T, 8)], ref)
-                    row["fi_us"] = graph_time_us([p[0] for p in prepared])
-                    row["fi_host_us"] = do_bench(fi_call, warmup=10, rep=50, return_mode="median") * 1e3
-                    row["fi_plan_ms"] = sorted(p[1] for p in prepared)[len(prepared) // 2]
-                    row["fi_step_us"] = step_us([  # plan() + run() per step: new indices each step
-                        lambda st=st: anchor.prepare(fmt, cache, kw, st[0], st[1], sm_scale)[0]()
-                        for st in sets], n=min(40, max(8, 4 * len(sets))))
-                    if "auto_step_us" in row:
-                        row["step_speedup"] = row["fi_step_us"] / row["auto_step_us"]
-                    if "us" in row:
-                        row["speedup"] = row["fi_us"] / row["us"]
-                    del prepared
-                except Exception as e:
-                    row["fi_error"] = f"{type(e).__name__}: {str(e)[:300]}"
-                    log(f"{fname} T={T} H={H} FlashInfer: {row['fi_error']}")
-            del sets
+            row = journal.reusable(fname, T, H, cfg) if journal is not None else None
+            if row is not None:
+                log(format_row(row) + " (measured before: resumed)")
+            else:
+                if cache is None:
+                    cache, kw = make_cache(fmt, device)
+                row = measure_row(fmt, T, H, spec, cfg, cache, kw, device, ceilings, anchor, check, log)
+                log(format_row(row))
+                if journal is not None:
+                    journal.record(ceilings, row)
             results.append(row)
-            log(format_row(row))
+            if progress is not None:
+                progress(len(results), len(rows))
         del cache
-        torch.cuda.empty_cache()
-    return dict(ceilings=dict(copy_gbs=copy_gbs, bf16_tflops=mm), rows=results)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    return dict(ceilings=ceilings, rows=results)
+
+
+def measure_row(fmt: Fmt, T: int, H: int, spec, cfg, cache, kw, device, ceilings: dict, anchor, check: bool,
+                log=print) -> dict:
+    """One suite row: ``cfg`` on ``spec`` (T tokens, H heads) over rotating input sets, and FlashInfer's wrapper
+    (``anchor``, None: not measured) on the same inputs."""
+    from triton.testing import do_bench
+    import sparsemla
+    from sparsemla.runtime.dispatch import lookup
+
+    g = torch.Generator(device=device).manual_seed(T * 1000 + H)
+    sets = []
+    for _ in range(rotations(fmt, T)):
+        sets.append((torch.randn(T, H, fmt.d_qk, device=device, dtype=torch.bfloat16, generator=g),
+                     torch.randint(0, SLOTS, (T, TOPK), device=device, dtype=torch.int32, generator=g),
+                     torch.empty(T, H, fmt.d_v, device=device, dtype=torch.bfloat16)))
+    q, indices, out = sets[0]
+    sm_scale = fmt.d_qk ** -0.5
+
+    def ours(q, indices, out):
+        return lambda: sparsemla.sparse_mla(q, cache, indices, sm_scale=sm_scale, kv_format=fmt.kv_format,
+                                            out=out, backend="triton", config=cfg, **kw)
+    row = dict(format=fmt.name, kv_format=fmt.kv_format, d_qk=fmt.d_qk, T=T, H=H, topk=TOPK,
+               config=cfg.to_dict(), rotations=len(sets))
+    ref = None
+    try:
+        call = ours(q, indices, out)
+        call()
+        torch.cuda.synchronize()
+        if check:
+            n = min(T, 8)
+            ref = sparsemla.sparse_mla(q[:n], cache, indices[:n], sm_scale=sm_scale,
+                                       kv_format=fmt.kv_format, backend="torch", **kw)
+            row["rel_err"] = rel_err(out[:n], ref)
+        row["us"] = graph_time_us([ours(*st) for st in sets])
+        row["host_us"] = do_bench(call, warmup=10, rep=50, return_mode="median") * 1e3
+        # What a serving step pays through the dispatcher (backend "auto": the table's choice).
+        entry = lookup(spec, T, device)
+        row["auto_backend"] = entry.backend if entry is not None else "triton"
+        row["auto_step_us"] = step_us([
+            lambda st=st: sparsemla.sparse_mla(st[0], cache, st[1], sm_scale=sm_scale,
+                                               kv_format=fmt.kv_format, out=st[2], **kw)
+            for st in sets], n=min(40, max(8, 4 * len(sets))))
+    except Exception as e:
+        row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        log(f"{fmt.name} T={T} H={H}: {row['error']}")
+    floor, flops, nbytes = roofline_us(fmt, T, H, ceilings["copy_gbs"], ceilings["bf16_tflops"])
+    row.update(floor_us=floor, tflops=None, gbs=None)
+    if "us" in row:
+        row.update(tflops=flops / row["us"] / 1e6, gbs=nbytes / row["us"] / 1e3,
+                   roofline=floor / row["us"])
+    if anchor is not None and anchor.supports(fmt):
+        try:
+            anchor.prepare(fmt, cache, kw, *sets[0][:2], sm_scale)  # FlashInfer's JIT build, untimed
+            prepared = [anchor.prepare(fmt, cache, kw, *st[:2], sm_scale) for st in sets]
+            fi_call, plan_ms = prepared[0]
+            fo = fi_call()
+            torch.cuda.synchronize()
+            if ref is not None:
+                row["fi_rel_err"] = rel_err(fo[:min(T, 8)], ref)
+            row["fi_us"] = graph_time_us([p[0] for p in prepared])
+            row["fi_host_us"] = do_bench(fi_call, warmup=10, rep=50, return_mode="median") * 1e3
+            row["fi_plan_ms"] = sorted(p[1] for p in prepared)[len(prepared) // 2]
+            row["fi_step_us"] = step_us([  # plan() + run() per step: new indices each step
+                lambda st=st: anchor.prepare(fmt, cache, kw, st[0], st[1], sm_scale)[0]()
+                for st in sets], n=min(40, max(8, 4 * len(sets))))
+            if "auto_step_us" in row:
+                row["step_speedup"] = row["fi_step_us"] / row["auto_step_us"]
+            if "us" in row:
+                row["speedup"] = row["fi_us"] / row["us"]
+            del prepared
+        except Exception as e:
+            row["fi_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            log(f"{fmt.name} T={T} H={H} FlashInfer: {row['fi_error']}")
+    return row
 
 
 def _f(x, spec):
@@ -355,6 +426,8 @@ def bench_main(argv=None):
     ap.add_argument("--no-prefill", action="store_true")
     ap.add_argument("--no-flashinfer", action="store_true")
     ap.add_argument("--out", default="benchmarks/results")
+    ap.add_argument("--fresh", action="store_true",
+                    help="measure every row (default: resume an interrupted run from its journal, OUT/GPU.partial.json)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("sparsemla bench needs a CUDA GPU", file=sys.stderr)
@@ -362,8 +435,20 @@ def bench_main(argv=None):
     ints = lambda s: [int(x) for x in s.split(",")] if s else None
     rows = suite_rows(args.formats.split(","), ints(args.tokens), ints(args.heads), not args.no_prefill)
     dev = torch.device("cuda")
+    os.makedirs(args.out, exist_ok=True)
+    prov = provenance(dev)
+    key = {k: v for k, v in prov.items() if k != "date"} | dict(flashinfer_rows=not args.no_flashinfer)
+    journal = Journal(Path(args.out) / (gpu_dirname(prov["gpu"]) + ".partial.json"), key, log=_stderr)
+    if args.fresh:
+        journal.rows, journal.ceilings = {}, None
     print(HEADER)
-    res = run_suite(rows, dev, with_flashinfer=not args.no_flashinfer)
+    res = run_suite(rows, dev, with_flashinfer=not args.no_flashinfer, journal=journal,
+                    progress=lambda done, total: _stderr(f"bench: {done}/{total} rows"))
     base = write_results(res, args.out, dev)
+    journal.finish()
     print(open(base + ".md").read())
     return 0
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,98 @@
+"""`sparsemla bench`'s journal: an interrupted suite run resumes where it stopped (the GPU measurement itself is
+replaced here by a stand-in that records which rows it was asked for)."""
+import itertools
+import json
+
+import pytest
+import torch
+
+from sparsemla import bench
+from sparsemla.gen.spec import Config
+
+CPU = torch.device("cpu")
+KEY = dict(gpu="NVIDIA H200", triton="3.6.0", template_hash="abc", flashinfer_rows=False)
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    """The rows measure_row was asked for; it raises Interrupted on the row numbered ``stop_at`` (1-based)."""
+    asked = []
+    state = {"stop_at": None}
+
+    def measure_row(fmt, T, H, spec, cfg, cache, kw, device, ceilings, anchor, check, log=print):
+        asked.append((fmt.name, T, H))
+        if len(asked) == state["stop_at"]:
+            raise Interrupted
+        return dict(format=fmt.name, kv_format=fmt.kv_format, d_qk=fmt.d_qk, T=T, H=H, topk=bench.TOPK,
+                    config=cfg.to_dict(), us=float(T * H), copy_gbs_seen=ceilings["copy_gbs"])
+
+    monkeypatch.setattr(bench, "measure_row", measure_row)
+    monkeypatch.setattr(bench, "make_cache", lambda fmt, device: (None, {}))
+    ceilings = itertools.cycle([(4000.0, 700.0), (3000.0, 600.0)])
+    monkeypatch.setattr(bench, "measure_ceilings", lambda device: next(ceilings))
+    return asked, state
+
+
+def _run(rows, path, key=KEY, configs=None):
+    done = []
+    res = bench.run_suite(rows, CPU, with_flashinfer=False, log=lambda line: None, configs=configs,
+                          journal=bench.Journal(path, key, log=lambda line: None),
+                          progress=lambda n, total: done.append((n, total)))
+    assert done == [(n, len(rows)) for n in range(1, len(rows) + 1)]  # progress after every row
+    return res
+
+
+def test_an_interrupted_run_resumes_from_its_journal(tmp_path, measured):
+    asked, state = measured
+    rows = bench.suite_rows(["bf16", "fp8"], tokens=[1, 4], heads=[16], prefill=False)
+    path = tmp_path / "NVIDIA_H200.partial.json"
+    state["stop_at"] = 3
+    with pytest.raises(Interrupted):
+        _run(rows, path)
+    kept = json.loads(path.read_text())
+    assert kept["key"] == KEY and [(r["format"], r["T"], r["H"]) for r in kept["rows"]] == rows[:2]
+
+    asked.clear()
+    state["stop_at"] = None
+    res = _run(rows, path)
+    assert asked == rows[2:]  # only the rows not measured before
+    assert [(r["format"], r["T"], r["H"]) for r in res["rows"]] == rows  # in the suite's order
+    # The ceilings the first rows' rooflines were computed with are kept (not measured again).
+    assert res["ceilings"] == dict(copy_gbs=4000.0, bf16_tflops=700.0)
+    assert {r["copy_gbs_seen"] for r in res["rows"]} == {4000.0}
+    bench.Journal(path, KEY).finish()
+    assert not path.exists()
+
+
+def test_a_journal_of_another_run_or_config_is_not_reused(tmp_path, measured):
+    asked, state = measured
+    rows = bench.suite_rows(["bf16"], tokens=[1, 4], heads=[16], prefill=False)
+    path = tmp_path / "GPU.partial.json"
+    _run(rows, path)
+    asked.clear()
+    _run(rows, path, key=dict(KEY, triton="3.9.0"))  # another Triton: every row again
+    assert asked == rows
+    asked.clear()
+    _run(rows, path, key=dict(KEY, triton="3.9.0"), configs={("bf16", 4, 16): Config(16, 32, 2, 4, 1)})
+    assert asked == [("bf16", 4, 16)]  # a row whose config changed
+    path.write_text("{not json")
+    asked.clear()
+    _run(rows, path)  # unreadable: reported and started over
+    assert asked == rows
+
+
+def test_rows_that_failed_are_measured_again(tmp_path, measured):
+    asked, state = measured
+    rows = bench.suite_rows(["bf16"], tokens=[1, 4], heads=[16], prefill=False)
+    path = tmp_path / "GPU.partial.json"
+    _run(rows, path)
+    data = json.loads(path.read_text())
+    data["rows"][1]["error"] = "RuntimeError: out of memory"
+    path.write_text(json.dumps(data))
+    asked.clear()
+    _run(rows, path)
+    assert asked == [rows[1]]
