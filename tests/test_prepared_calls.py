@@ -1,0 +1,52 @@
+"""The device calls prepared for the next GPU session still parse and import.
+
+They run only on the lent H200, sessions after they were written: a refactor that renames what they import would
+otherwise surface there, costing device time. Each prepared call script (bash) must parse, and every Python script
+it runs must compile and, except those that touch CUDA at import, import with the package as it is now.
+"""
+import importlib
+import os
+import py_compile
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PREPARED = ["benchmarks/h200_session.sh", "benchmarks/calls/h200_call_tune_gluon.sh",
+            "benchmarks/calls/h200_call_extra_parts.sh"]
+CUDA_AT_IMPORT = {"benchmarks/gpu_correctness.py"}  # builds its problems on the GPU at import
+
+
+def _scripts() -> list[str]:
+    found = []
+    for call in PREPARED:
+        for path in re.findall(r"python3 (benchmarks/\S+\.py)", (ROOT / call).read_text()):
+            if path not in found:
+                found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("call", PREPARED)
+def test_prepared_call_scripts_parse(call):
+    subprocess.run(["bash", "-n", str(ROOT / call)], check=True)
+
+
+def test_the_prepared_calls_run_python_scripts():
+    assert "benchmarks/calls/stream_check.py" in _scripts() and len(_scripts()) >= 6
+
+
+@pytest.mark.parametrize("script", _scripts())
+def test_prepared_python_scripts_import(script, monkeypatch):
+    py_compile.compile(str(ROOT / script), doraise=True)
+    if script in CUDA_AT_IMPORT:
+        return
+    folder = str((ROOT / script).parent)
+    monkeypatch.syspath_prepend(folder)  # (the scripts import their neighbours, as `python3 path` runs them)
+    monkeypatch.setenv("TRITON_INTERPRET", os.environ.get("TRITON_INTERPRET", "1"))
+    name = Path(script).stem
+    for mod in [m for m in sys.modules if m == name]:
+        monkeypatch.delitem(sys.modules, mod)
+    importlib.import_module(name)
