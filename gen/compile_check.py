@@ -131,8 +131,10 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
 
     if config.gluon:
         from triton.experimental.gluon._runtime import GluonASTSource
+        from .gluon import extra_splits
         fn, source = mod.sparse_mla_fwd_gluon, GluonASTSource
-        constexprs = {"SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "PDL": pdl, "FUSED": fused}
+        constexprs = {"SPLIT_K": config.num_splits > 1 or spec.extra_topk > 0, "HAS_TOPK_LEN": True,
+                      "HAS_X_TOPK_LEN": True, "PDL": pdl, "FUSED": fused, "X_SPLITS": extra_splits(spec, config)}
         constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}  # (older templates: no PDL, FUSED)
         from .gluon import gluon_launch_options
         options = gluon_launch_options(mod)

@@ -40,8 +40,9 @@ def unsupported(spec: KernelSpec) -> str:
         return "it computes in bf16 from bf16 q"
     if spec.d_v != 512 or spec.d_qk not in (512, 576):
         return "it is laid out for d_v 512 and d_qk 576 (512 + 64 rope) or 512"
-    if spec.extra_topk:
-        return "it has no extra cache"
+    if spec.extra_topk and spec.extra_page_size != spec.page_size:
+        return (f"its programs walk the extra cache's list with the main cache's page layout: the extra cache's "
+                f"page size ({spec.extra_page_size}) must be the main one's ({spec.page_size})")
     return ""
 
 
@@ -75,6 +76,16 @@ def _tiling_problem(block_h: int, loaders: int, stages: int) -> str:
         return ("block_h=16 and one loading warp group, num_warps=8 (two programs per SM leave registers "
                 "for one, and shared memory for 16 heads' Q)")
     return ""
+
+
+def extra_splits(spec: KernelSpec, config) -> int:
+    """The splits of the extra cache's list in a Gluon launch of ``spec`` with ``config`` (0 without one): as many
+    of the main list's chunks (its top-k over ``config.num_splits``, in whole 64-key tiles) as the extra list
+    needs, at least one. The launch has ``config.num_splits`` + these splits; the last ones walk the extra list."""
+    if not spec.extra_topk:
+        return 0
+    chunk = -(-(-(-spec.topk // config.num_splits)) // 64) * 64
+    return max(1, -(-spec.extra_topk // chunk))
 
 
 def gluon_launch_options(gmod) -> dict:
@@ -157,9 +168,9 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, p_regs=True: "
                              "expected block_h 64 (the narrow kernel's P is wgmma's B operand, read from shared memory)")
         if self.persistent and (self.narrow or self.spec.kv_format != "auto" or not self.q_async or self.profile
-                                or self.q_by_compute):
+                                or self.q_by_compute or self.spec.extra_topk):
             raise ValueError(f"no persistent Gluon kernel for {self.spec.key} with block_h={self.block_h}: expected "
-                             "block_h 64, a bf16 cache, Q by cp.async before the partitions, and no profile")
+                             "block_h 64, a bf16 cache, Q by cp.async before the partitions, no profile and no extra cache")
         if self.staged_out and self.narrow:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, staged_out=True: "
                              "expected block_h 64 (the narrow kernel's output went through a stage in session 23's "
@@ -202,7 +213,8 @@ class GluonKernel:
         return "_".join([self.spec.module_name + "_gluon"] + self._variant)
 
     def template_context(self) -> dict:
-        return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], narrow=self.narrow, block_h=self.block_h,
+        return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], x=self.spec.extra_topk > 0, narrow=self.narrow,
+                    block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     ready_fence=self.ready_fence, profile=self.profile, sync_floats=SYNC_FLOATS)

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import torch
 
-from sparsemla.gen.gluon import SYNC_FLOATS, GluonKernel, gluon_launch_options
+from sparsemla.gen.gluon import SYNC_FLOATS, GluonKernel, extra_splits, gluon_launch_options
 from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
@@ -55,6 +55,10 @@ _STAGED_OUT = os.environ.get("SPARSEMLA_STAGED_OUT", "1") != "0"
 # part with its own tuned config (the Gluon kernel's where it has one); by default one Triton kernel walks
 # both lists. Prepared in session 25 without a GPU: to be measured before it becomes a rule.
 _EXTRA_PARTS = os.environ.get("SPARSEMLA_EXTRA_PARTS", "0") == "1"
+# SPARSEMLA_EXTRA_GLUON=1: on sm90 a call with an extra cache of the main one's page size and strides runs the Gluon
+# kernel of the main list's tuned entry, the extra list's programs as more splits (``extra_gluon``). Prepared in
+# session 27 without a GPU (compiled for sm_90a only): to be checked and measured before it becomes a rule.
+_EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "0") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -403,6 +407,13 @@ class TritonLaunch:
         if T == 0:
             return
         S = config.num_splits
+        # A Gluon launch with an extra cache: the extra list's programs are x_splits more splits of the grid.
+        x_splits = extra_splits(spec, config) if config.gluon and extra_view is not None else 0
+        if x_splits:
+            problem = gluon_extra_problem(view, extra_view, indices, extra_indices)
+            if problem:
+                raise ValueError(f"Config.gluon=True for {spec.key}: {problem} (Config.gluon=False runs it)")
+            S += x_splits
         split_k = S > 1 or partials_at is not None
         self.ws_at = partials_at or 0
         self.device = q.device
@@ -435,8 +446,8 @@ class TritonLaunch:
         head_blocks = -(-H // config.block_h)
         grid = T * head_blocks * S
         merged = S > 1 and partials_at is None  # by a combine here, or in the kernel (FUSED)
-        fused = merged and _fused(config, T, H)
-        persistent = partials_at is None and _persistent(spec, config, grid, q.device)
+        fused = merged and not x_splits and _fused(config, T, H)
+        persistent = partials_at is None and not x_splits and _persistent(spec, config, grid, q.device)
         block_dv = combine_columns(S, spec.d_v)
         combine_grid = T * H * (spec.d_v // block_dv)
         pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
@@ -460,12 +471,13 @@ class TritonLaunch:
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
-            staged_out = partials_at is None and _staged_out(config, persistent)
+            staged_out = not split_k and _staged_out(config, persistent)
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out))
             programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
                 else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
-                               dict(SPLIT_K=split_k, PDL=pdl, FUSED=S if fused else 0),
+                               dict(SPLIT_K=split_k, PDL=pdl, FUSED=S if fused else 0,
+                                    **({"X_SPLITS": x_splits} if x_splits else {})),
                                gluon_launch_options(gmod), q.device)
         else:
             self.fwd = _Kernel(mod.sparse_mla_fwd, (grid,), fwd,
@@ -537,6 +549,26 @@ class TritonLaunch:
             last_compiled = compiled
         if self.combine is not None:
             self.combine(vals)
+
+
+def gluon_extra_problem(view: KVCacheView, extra_view: KVCacheView, indices: torch.Tensor,
+                        extra_indices: torch.Tensor) -> str:
+    """Why the Gluon kernel cannot walk this extra cache ("" if it can): its programs keep the main cache's page,
+    row and index-column strides (kernel parameters; the loading groups have no registers for per-program ones)."""
+    if (extra_view.stride_page, extra_view.stride_row) != (view.stride_page, view.stride_row):
+        return (f"extra_kv_cache's page and row strides {(extra_view.stride_page, extra_view.stride_row)} differ from "
+                f"kv_cache's {(view.stride_page, view.stride_row)}")
+    if extra_indices.stride(1) != indices.stride(1):
+        return f"extra_indices' column stride {extra_indices.stride(1)} differs from indices' {indices.stride(1)}"
+    return ""
+
+
+def extra_gluon(spec: KernelSpec) -> bool:
+    """Whether a call with an extra cache runs the Gluon kernel of its main list's tuned entry, the extra list's
+    programs as more splits (``SPARSEMLA_EXTRA_GLUON=1``; off by default: compiled for sm_90a, never run on a GPU
+    yet; ``benchmarks/calls/extra_parts.py`` is prepared to check and time it)."""
+    from sparsemla.gen.gluon import unsupported
+    return _EXTRA_GLUON and spec.extra_topk > 0 and not unsupported(spec)
 
 
 def part_specs(spec: KernelSpec) -> tuple[KernelSpec, KernelSpec]:

@@ -9,6 +9,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"
 
 import math  # noqa: E402
+from dataclasses import replace  # noqa: E402
 import sys  # noqa: E402
 import types  # noqa: E402
 
@@ -776,3 +777,57 @@ def test_the_launch_constexprs_the_tools_compile_are_the_runtimes(monkeypatch):
             seen["pdl"] += pdl
             seen["fused"] += bool(fused)
     assert seen["pdl"] and seen["fused"]  # both occur in the table
+
+
+def test_the_extra_lists_splits_in_one_gluon_launch():
+    # gen.gluon.extra_splits: the extra list in chunks of the main list's (its top-k over the config's splits, in
+    # whole 64-key tiles), at least one; the launch has the config's splits plus these.
+    from sparsemla.gen.gluon import extra_splits
+    spec = KernelSpec(kv_format="model1", d_qk=512, page_size=64, arch="sm90", extra_topk=128, extra_page_size=64)
+    for splits, want in ((1, 1), (4, 1), (16, 1), (32, 2), (64, 2)):  # chunks 2048, 512, 128, 64, 64 keys
+        assert extra_splits(spec, Config(16, 64, splits, 8, 1, gluon=True)) == want, splits
+    assert extra_splits(replace(spec, extra_topk=640), Config(64, 64, 8, 8, 2, gluon=True)) == 3  # 256-key chunks
+    assert extra_splits(replace(spec, extra_topk=0, extra_page_size=1), Config(64, 64, 8, 8, 2, gluon=True)) == 0
+
+
+def test_the_gluon_kernel_takes_an_extra_cache_of_the_main_ones_page_size_and_strides():
+    from sparsemla.gen.gluon import GluonKernel, unsupported
+    spec = KernelSpec(kv_format="model1", d_qk=512, page_size=64, arch="sm90", extra_topk=128, extra_page_size=64)
+    assert unsupported(spec) == "" and GluonKernel(spec, 16).key.startswith(spec.key + "-gluon")
+    assert "page size (256) must be the main one's (64)" in unsupported(replace(spec, extra_page_size=256))
+    with pytest.raises(ValueError, match="no extra cache"):
+        GluonKernel(replace(spec, kv_format="auto", d_qk=576, page_size=1, extra_page_size=1), 64, persistent=True)
+    with pytest.raises(ValueError, match="gluon.*extra cache's page size"):
+        Config(16, 64, 2, 8, 1, gluon=True).check(replace(spec, extra_page_size=256))
+    view = describe_cache(torch.zeros(4, 64, 576, dtype=torch.bfloat16), "auto", 576, 512, q_dtype=torch.bfloat16)
+    wide = describe_cache(torch.zeros(4, 64, 640, dtype=torch.bfloat16)[..., :576], "auto", 576, 512,
+                          q_dtype=torch.bfloat16)
+    idx, xidx = torch.zeros(2, 64, dtype=torch.int32), torch.zeros(2, 16, dtype=torch.int32)
+    assert triton_backend.gluon_extra_problem(view, view, idx, xidx) == ""
+    assert "row strides" in triton_backend.gluon_extra_problem(view, wide, idx, xidx)
+    assert "column stride 2" in triton_backend.gluon_extra_problem(view, view, idx, xidx.repeat(1, 2)[:, ::2])
+
+
+def test_an_extra_cache_call_takes_the_main_lists_gluon_entry_by_the_opt_in_rule(monkeypatch):
+    # SPARSEMLA_EXTRA_GLUON=1 (triton_backend.extra_gluon): the main list's tuned Gluon entry, for the call with the
+    # extra cache; without it, or where the main entry is not a Gluon one, the config the table gives the call.
+    gen = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 16, 576, generator=gen).bfloat16()
+    kv, xkv = torch.randn(64, 576, generator=gen).bfloat16(), torch.randn(32, 576, generator=gen).bfloat16()
+    idx, xidx = torch.randint(0, 64, (2, 128), dtype=torch.int32), torch.randint(0, 32, (2, 64), dtype=torch.int32)
+    gluon_cfg, plain = Config(16, 64, 2, 8, 1, gluon=True), Config(16, 16, 1, 4, 1)
+    monkeypatch.setattr(dispatch, "select_config", lambda spec, T, dev: plain if spec.extra_topk else main_cfg)
+    seen = []
+    monkeypatch.setattr(triton_backend, "run_triton", lambda spec, cfg, *a, **k: seen.append((spec, cfg)))
+
+    def chosen():
+        api.clear_call_cache()
+        sparsemla.sparse_mla(q, kv, idx, sm_scale=0.04, extra_kv_cache=xkv, extra_indices=xidx, backend="triton",
+                             compute_dtype="bf16")
+        return seen[-1][1]
+    main_cfg = gluon_cfg
+    assert chosen() == plain  # the rule is off by default
+    monkeypatch.setattr(triton_backend, "_EXTRA_GLUON", True)
+    assert chosen() == gluon_cfg and seen[-1][0].extra_topk == 64
+    main_cfg = Config(64, 64, 1, 8, 2)  # the main list's entry is a Triton one
+    assert chosen() == plain

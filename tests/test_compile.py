@@ -235,12 +235,19 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
               Config(16, 64, 2, 8, 1, gluon=True), "sm90") for f, p in (("auto", 1), ("fp8_e4m3", 16))]
     jobs += [(KernelSpec(kv_format="model1", d_qk=512, num_heads=16, page_size=64, arch="sm90"),
               Config(16, 64, 1, 8, 1, gluon=True), "sm90")]
+    # with an extra cache of the same page size (SPARSEMLA_EXTRA_GLUON: its list's programs as more splits)
+    jobs += [(KernelSpec(kv_format=f, d_qk=d, num_heads=h, page_size=p, arch="sm90", has_sink=True, return_lse=True,
+                         extra_topk=128, extra_page_size=p), Config(bh, 64, s, 8, st, gluon=True), "sm90")
+             for f, d, h, p, bh, s, st in (("model1", 512, 128, 64, 64, 1, 2), ("model1", 512, 16, 64, 16, 4, 1),
+                                           ("auto", 576, 64, 1, 64, 2, 2), ("fp8_e4m3", 576, 32, 16, 32, 2, 2))]
     for r in compile_many(jobs):
         # (fp8: 0 B on Triton 3.6, the H200's; a few bytes in some variants on 3.9 and 20 B in a model1 wide
         # variant on 3.8.0, whose register allocations differ: the dequantizing warp group leaves the default
         # partition 160 registers)
         # (one stage at 128 registers a thread: 0 B on 3.6, the H200's; up to 136 B on 3.9)
-        limit = 160 if r.config.num_stages == 1 else 0 if "auto" in r.spec_key else 32
+        # (an extra cache's slot count and fp8 scale are chosen per program, no longer kernel parameters: the model1
+        # wide kernel spills 4-28 B on 3.6 and 48 B on 3.8.0)
+        limit = 160 if r.config.num_stages == 1 else 0 if "auto" in r.spec_key else 64 if "-x" in r.spec_key else 32
         assert r.ok and r.fits and r.spill_bytes <= limit, r.line()
     import json
     import os

@@ -122,10 +122,11 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     assert g.check(KernelSpec()) is g and config_label(g) == "h64 n64 s4 w8 st2 gl"
     assert Config.from_dict(g.to_dict()) == g
     for kw in (dict(kv_format="fp8_ds_mla", page_size=64), dict(kv_format="model1", d_qk=512, page_size=64),
-               dict(kv_format="fp8_e4m3"), dict(d_qk=512), dict(num_heads=16)):  # it runs these
+               dict(kv_format="fp8_e4m3"), dict(d_qk=512), dict(num_heads=16),
+               dict(extra_topk=64)):  # it runs these (an extra cache of the main one's page size: session 27)
         assert g.check(KernelSpec(**kw)) is g
     for kw, field in ((dict(compute_dtype="fp16"), "gluon"), (dict(arch="sm120"), "gluon"),
-                      (dict(d_qk=320, d_v=256), "gluon"), (dict(extra_topk=64), "gluon")):
+                      (dict(d_qk=320, d_v=256), "gluon"), (dict(extra_topk=64, extra_page_size=64), "gluon")):
         with pytest.raises(ValueError, match=f"Config.{field}=True"):
             g.check(KernelSpec(**kw))
     with pytest.raises(ValueError, match="Config.block_n=32 .*expected 64 with gluon=True"):

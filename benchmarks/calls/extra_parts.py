@@ -4,13 +4,17 @@ holds an extra cache, so it runs the arch's default config) or as two launches a
 (runtime/triton_backend.PartsLaunch, SPARSEMLA_EXTRA_PARTS=1: each cache's list with the config a call of that
 cache alone gets, for the main list the tuned Gluon kernel's, partials merged by sparse_mla_combine_parts).
 
-1. Correctness of both against the float64 reference (tests/helpers.py) on poisoned caches: model1 with extra
+Session 27 adds a third variant, "gluon" (SPARSEMLA_EXTRA_GLUON=1, triton_backend.extra_gluon): one Gluon launch with
+the main list's tuned entry, the extra list's programs as more splits of the grid (caches of one page size and the
+same strides; where that does not hold, or the main entry is not a Gluon one, it is the one-kernel path).
+
+1. Correctness of each against the float64 reference (tests/helpers.py) on poisoned caches: model1 with extra
    pages of 64 and 256 tokens, fp8_e4m3 with a scale per cache, bf16; sinks with +/-inf, LSE, topk_length and
    extra_topk_length with 0 and partial tiles, a row whose only valid slots are the extra cache's, an all-invalid
    row; 128 and 16 heads.
 2. Timing of V4-like rows (model1, top-k 2048 plus an extra list of 128, sink; T = 1..256, 64 and 128 heads): CUDA-
-   graph replay over rotating inputs (gen.gpu_measure), ABBA over four repetitions, median us; the last column is
-   one / parts.
+   graph replay over rotating inputs (gen.gpu_measure), in rotated orders over six repetitions, median us; the last
+   columns are one / parts and one / gluon.
 Run on the GPU after `pip install .`:
   python3 benchmarks/calls/extra_parts.py [--rows model1:128:64,...] [--no-check]
 """
@@ -32,15 +36,16 @@ from sparsemla.gen.spec import config_label  # noqa: E402
 from sparsemla.gen.suite import suite_spec  # noqa: E402
 from sparsemla.runtime.dispatch import select_config  # noqa: E402
 from helpers import reference64, rel_err, two_caches  # noqa: E402
-from variant_rows import alternating, timed_in_orders  # noqa: E402  (the script's folder)
+from variant_rows import timed_in_orders  # noqa: E402  (the script's folder)
 
-VARIANTS = ("one kernel", "parts")
-ROWS = "model1:1:128,model1:4:128,model1:16:128,model1:64:128,model1:128:128,model1:256:128,model1:1:64," \
-       "model1:64:64,model1:256:64"
+VARIANTS = ("one kernel", "parts", "gluon")
+ORDERS = ((0, 1, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0), (1, 0, 2), (0, 2, 1))
+ROWS = "model1:1:128,model1:4:128,model1:64:128,model1:256:128,model1:1:64,model1:64:64"
 
 
-def variant(parts: bool) -> None:
-    tb._EXTRA_PARTS = parts
+def variant(name: str) -> None:
+    tb._EXTRA_PARTS = name == "parts"
+    tb._EXTRA_GLUON = name == "gluon"
     api.clear_call_cache()  # (a prepared launch keeps the launch it was made with)
 
 
@@ -66,7 +71,7 @@ def correctness(dev) -> bool:
                                     x_indices=xidx, x_topk_length=xl_)
             fin = torch.isfinite(rlse)
             for name in VARIANTS:
-                variant(name == "parts")
+                variant(name)
                 out, lse = sparsemla.sparse_mla(q.to(dev), cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5,
                                                 kv_format=fmt, topk_length=tl_.to(dev), return_lse=True,
                                                 attn_sink=sink.to(dev), extra_kv_cache=xcache.to(dev),
@@ -79,9 +84,11 @@ def correctness(dev) -> bool:
                 ok = err < 1e-2 and lse_ok and bool((out[4] == 0).all()) and bool((out[:, 0] == 0).all())
                 ok_all &= ok
                 kind = type(api._calls[next(reversed(api._calls))].launch).__name__ if api._calls else "?"
+                cfg = api._calls[next(reversed(api._calls))].config if api._calls else None
+                kind += " gluon" if getattr(cfg, "gluon", False) else ""
                 print(f"{'ok ' if ok else 'FAIL'} {name:10s} ({kind}) {fmt} page {page} extra page {x_page} T={T} "
                       f"H={H}: rel err {err:.2e}, lse {'ok' if lse_ok else 'WRONG'}", flush=True)
-    variant(False)
+    variant("one kernel")
     return ok_all
 
 
@@ -94,8 +101,8 @@ def main():
     dev = torch.device("cuda")
     if not args.no_check:
         print("correctness:", "all ok" if correctness(dev) else "FAILED", flush=True)
-    lines = ["| format | T | H | extra top-k | configs (one kernel / main, extra parts) | one kernel | parts | "
-             "one / parts |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| format | T | H | extra top-k | configs (one kernel / main, extra parts) | one kernel | parts | gluon | "
+             "one / parts | one / gluon |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in args.rows.split(","):
         fmt, T, H = row.split(":")
         T, H = int(T), int(H)
@@ -104,16 +111,16 @@ def main():
         sets = timing_sets(spec, T, dev)
         labels = [config_label(select_config(spec, T, dev))] + \
             [config_label(select_config(s, T, dev)) for s in tb.part_specs(spec)]
-        times = timed_in_orders(sets, None, {name: (lambda on=name == "parts": variant(on)) for name in VARIANTS},
-                                alternating(4))
+        times = timed_in_orders(sets, None, {name: (lambda name=name: variant(name)) for name in VARIANTS}, ORDERS)
         med = {name: statistics.median(v) for name, v in times.items()}
         line = (f"| {fmt} | {T} | {H} | {args.extra_topk} | {labels[0]} / {labels[1]}, {labels[2]} | "
-                f"{med['one kernel']:.2f} | {med['parts']:.2f} | {med['one kernel'] / med['parts']:.3f} |")
+                f"{med['one kernel']:.2f} | {med['parts']:.2f} | {med['gluon']:.2f} | "
+                f"{med['one kernel'] / med['parts']:.3f} | {med['one kernel'] / med['gluon']:.3f} |")
         print(line, f"(runs: {times})", flush=True)
         lines.append(line)
         del sets
         torch.cuda.empty_cache()
-    variant(False)
+    variant("one kernel")
     print("\n" + "\n".join(lines))
 
 
