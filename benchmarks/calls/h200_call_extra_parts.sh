@@ -3,7 +3,10 @@
 # its compressed cache) as one Triton kernel (the runtime's default) or as two launches and a merge
 # (runtime/triton_backend.PartsLaunch, SPARSEMLA_EXTRA_PARTS=1), checked against the reference and timed ABBA
 # (benchmarks/calls/extra_parts.py). If parts win where the main list runs the Gluon kernel, make that the rule
-# (triton_backend.extra_parts) and say where it loses. Then (session 26) the torch.compile check, compile_gpu.py.
+# (triton_backend.extra_parts) and say where it loses. Session 27 added a third variant, "gluon" (one Gluon launch
+# whose last splits walk the extra list, SPARSEMLA_EXTRA_GLUON=1, never run before): check its correctness lines
+# first. If it is correct and fastest, make it the rule (triton_backend.extra_gluon) and let the tuner search it
+# (gen/search_space.py). Then (session 26) the torch.compile check, compile_gpu.py.
 #   bash benchmarks/calls/h200_call_extra_parts.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
