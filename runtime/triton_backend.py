@@ -315,22 +315,25 @@ def _persistent(spec: KernelSpec, config: Config, units: int, device: torch.devi
 def persistent_for(spec: KernelSpec, config: Config, units: int, sms: int) -> bool:
     """Whether the attention kernel runs as the Gluon template's persistent variant (one program per SM looping
     over the ``units`` (token, head block, split); the next unit's tile 0 and Q load under the current unit's
-    tail) on a GPU of ``sms`` SMs: for the wide kernel with a bf16 cache, rope (d_qk 576) and no split-K, where
-    the units fill at least 16 rounds of the SMs. H200, session 24 (benchmarks/results/session24/README.md): with
-    rope at 4096 and 8192 units (prefill T=4096, H=64 and 128) 1.031-1.038x in call 3, and in the suite's bench
-    against the non-persistent kernel in the same call 1.006-1.011x (H=64) and 1.04-1.10x (H=128) in call 4; at
-    256-512 units 0.98-1.01x (calls 3, 6); without rope (d_qk 512) 0.96-1.01x, slower in most rows."""
+    tail) on a GPU of ``sms`` SMs: for the wide kernel with a bf16 cache and no split-K, where the units fill at
+    least 16 rounds of the SMs with rope (d_qk 576), 48 without. H200, session 24
+    (benchmarks/results/session24/README.md): with rope at 4096 and 8192 units (prefill T=4096, H=64 and 128)
+    1.031-1.038x in call 3, and in the suite's bench against the non-persistent kernel in the same call
+    1.006-1.011x (H=64) and 1.04-1.10x (H=128) in call 4; at 256-512 units 0.98-1.01x (calls 3, 6); without rope
+    0.96-1.01x with direct stores. Session 27 (benchmarks/results/session27/README.md, call 1, rotated orders),
+    both writing through a stage (``_staged_out``): with rope 1.055x at 8192 units and 1.003x at 4096 against the
+    staged non-persistent kernel; without rope 1.028x at 8192 units, 0.987x at 4096."""
     return (_PERSISTENT and config.gluon and config.block_h == 64 and config.num_splits == 1
-            and spec.kv_format == "auto" and spec.d_qk == 576 and units >= 16 * sms)
+            and spec.kv_format == "auto" and units >= (16 if spec.d_qk == 576 else 48) * sms)
 
 
 def _staged_out(config: Config, persistent: bool) -> bool:
     """Whether the wide Gluon kernel's group A writes its output through a stage (GluonKernel.staged_out): without
-    split-K (partials keep the direct stores) and not persistent (the persistent kernel's staged output, through
-    the last tile's stage, is prepared and not yet timed: benchmarks/calls/prefill_out.py). H200, session 24
-    (benchmarks/results/session24/README.md, call 8): 1.025-1.087x in all 10 rows timed (bf16, NoPE and
-    fp8_e4m3; T = 64-4096), ABBA order."""
-    return _STAGED_OUT and config.gluon and config.block_h == 64 and config.num_splits == 1 and not persistent
+    split-K (partials keep the direct stores); the persistent kernel through the last tile's stage. H200, session
+    24 (benchmarks/results/session24/README.md, call 8): 1.025-1.087x in all 10 rows timed (bf16, NoPE and
+    fp8_e4m3; T = 64-4096), ABBA order. Session 27 (call 1, benchmarks/calls/prefill_out.py): the persistent
+    kernel staged against its direct stores 1.028-1.051x in all four prefill rows (bf16 and NoPE, H = 64, 128)."""
+    return _STAGED_OUT and config.gluon and config.block_h == 64 and config.num_splits == 1
 
 
 def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict:

@@ -468,9 +468,9 @@ def test_the_combine_issues_its_loads_together_where_it_has_one_program_per_sm(m
 
 
 def test_the_persistent_kernel_takes_wide_bf16_grids_with_more_units_than_sms(monkeypatch):
-    # runtime/triton_backend._persistent: the wide Gluon kernel with a bf16 cache, rope and no split-K, where its
-    # units fill at least 16 rounds of the SMs (H200, session 24: faster at prefill sizes with rope, not at 256-512
-    # units or without rope); on a GPU, unless SPARSEMLA_PERSISTENT=0.
+    # runtime/triton_backend._persistent: the wide Gluon kernel with a bf16 cache and no split-K, where its units
+    # fill at least 16 rounds of the SMs with rope, 48 without (H200, sessions 24 and 27: faster at prefill sizes,
+    # not at 256-512 units, nor without rope at 4096); on a GPU, unless SPARSEMLA_PERSISTENT=0.
     props = types.SimpleNamespace(multi_processor_count=132)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
     monkeypatch.setattr(triton_backend, "interpreting", lambda: False)
@@ -478,7 +478,8 @@ def test_the_persistent_kernel_takes_wide_bf16_grids_with_more_units_than_sms(mo
     cuda, wide = torch.device("cuda", 0), Config(64, 64, 1, 8, 2, gluon=True)
     bf16, fp8 = KernelSpec(arch="sm90"), KernelSpec(kv_format="fp8_e4m3", page_size=16, arch="sm90")
     assert triton_backend._persistent(bf16, wide, 16 * 132, cuda) and not triton_backend._persistent(bf16, wide, 2111, cuda)
-    assert not triton_backend._persistent(KernelSpec(d_qk=512, arch="sm90"), wide, 8192, cuda)  # no rope
+    nope = KernelSpec(d_qk=512, arch="sm90")
+    assert triton_backend._persistent(nope, wide, 8192, cuda) and not triton_backend._persistent(nope, wide, 4096, cuda)
     assert not triton_backend._persistent(fp8, wide, 8192, cuda)
     assert not triton_backend._persistent(bf16, Config(64, 64, 2, 8, 2, gluon=True), 8192, cuda)  # split-K
     assert not triton_backend._persistent(bf16, Config(16, 64, 1, 8, 2, gluon=True), 8192, cuda)  # narrow
@@ -489,11 +490,11 @@ def test_the_persistent_kernel_takes_wide_bf16_grids_with_more_units_than_sms(mo
 
 
 def test_the_wide_kernel_writes_through_a_stage_without_split_k(monkeypatch):
-    # runtime/triton_backend._staged_out: the wide Gluon kernel without split-K and not persistent (H200, session
-    # 24: faster in every row timed), unless SPARSEMLA_STAGED_OUT=0.
+    # runtime/triton_backend._staged_out: the wide Gluon kernel without split-K, persistent or not (H200, sessions
+    # 24 and 27: faster in every row timed), unless SPARSEMLA_STAGED_OUT=0.
     monkeypatch.setattr(triton_backend, "_STAGED_OUT", True)
     wide = Config(64, 64, 1, 8, 2, gluon=True)
-    assert triton_backend._staged_out(wide, False) and not triton_backend._staged_out(wide, True)
+    assert triton_backend._staged_out(wide, False) and triton_backend._staged_out(wide, True)
     assert not triton_backend._staged_out(Config(64, 64, 2, 8, 2, gluon=True), False)  # split-K partials
     assert not triton_backend._staged_out(Config(16, 64, 1, 8, 2, gluon=True), False)  # narrow
     assert not triton_backend._staged_out(Config(64, 64, 1, 8, 2), False)  # the Triton kernel
@@ -503,13 +504,15 @@ def test_the_wide_kernel_writes_through_a_stage_without_split_k(monkeypatch):
 
 def test_the_gluon_fields_the_tools_compile_are_the_runtimes_rules(monkeypatch):
     # runtime/triton_backend.gluon_fields (benchmarks/compile_report.py, ptx_same.py): persistent by persistent_for,
-    # else staged without split-K; nothing for split-K or the narrow kernel.
+    # staged without split-K; nothing for split-K or the narrow kernel.
     monkeypatch.setattr(triton_backend, "_PERSISTENT", True)
     monkeypatch.setattr(triton_backend, "_STAGED_OUT", True)
     bf16, wide = KernelSpec(arch="sm90"), Config(64, 64, 1, 8, 2, gluon=True)
-    assert triton_backend.gluon_fields(bf16, wide, 16 * 132, 132) == {"persistent": True}
+    assert triton_backend.gluon_fields(bf16, wide, 16 * 132, 132) == {"persistent": True, "staged_out": True}
     assert triton_backend.gluon_fields(bf16, wide, 16 * 132 - 1, 132) == {"staged_out": True}
-    assert triton_backend.gluon_fields(KernelSpec(d_qk=512, arch="sm90"), wide, 8192, 132) == {"staged_out": True}
+    assert triton_backend.gluon_fields(KernelSpec(d_qk=512, arch="sm90"), wide, 4096, 132) == {"staged_out": True}
+    assert triton_backend.gluon_fields(KernelSpec(d_qk=512, arch="sm90"), wide, 8192, 132) == \
+        {"persistent": True, "staged_out": True}
     assert triton_backend.gluon_fields(bf16, Config(64, 64, 2, 8, 2, gluon=True), 8192, 132) == {}
     assert triton_backend.gluon_fields(bf16, Config(16, 64, 1, 8, 2, gluon=True), 8192, 132) == {}
 
