@@ -330,15 +330,17 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                        extra_topk_length=extra_topk_length)
         return (out, lse) if return_lse else out
     from sparsemla.runtime import dispatch
-    parts = config is None and triton_backend.extra_parts(spec) and triton_backend.run_triton is _run_triton
+    x_gluon = None  # one Gluon launch, the main list's entry, the extra list's programs as more splits
+    if config is None and triton_backend.extra_gluon(spec, T) and not triton_backend.gluon_extra_problem(
+            view, xview, indices, extra_indices):
+        main_cfg = dispatch.select_config(triton_backend.part_specs(spec)[0], T, dev)
+        x_gluon = main_cfg if main_cfg.gluon else None
+    parts = config is None and x_gluon is None and triton_backend.extra_parts(spec) \
+        and triton_backend.run_triton is _run_triton
     if parts:  # one launch per cache, each with its own config, then a merge
         cfg = tuple(dispatch.select_config(s, T, dev) for s in triton_backend.part_specs(spec))
     else:
-        cfg = config.check(spec) if config is not None else dispatch.select_config(spec, T, dev)
-        if config is None and triton_backend.extra_gluon(spec) and not triton_backend.gluon_extra_problem(
-                view, xview, indices, extra_indices):  # the main list's Gluon entry, the extra list's as more splits
-            main_cfg = dispatch.select_config(triton_backend.part_specs(spec)[0], T, dev)
-            cfg = main_cfg if main_cfg.gluon else cfg
+        cfg = x_gluon or (config.check(spec) if config is not None else dispatch.select_config(spec, T, dev))
     if triton_backend.run_triton is not _run_triton:  # replaced: it sees the call
         triton_backend.run_triton(spec, cfg, q, view, indices, float(sm_scale), out, lse, topk_length=topk_length,
                                   attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,

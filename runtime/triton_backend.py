@@ -52,14 +52,15 @@ _PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "1") != "0"
 # default, without split-K and not persistent, it writes through a stage (GluonKernel.staged_out; session 24,
 # benchmarks/results/session24/README.md, call 8: 1.025-1.087x in all 10 rows timed, ABBA).
 _STAGED_OUT = os.environ.get("SPARSEMLA_STAGED_OUT", "1") != "0"
-# SPARSEMLA_EXTRA_PARTS=1: a call with an extra cache runs as two launches and a merge (``PartsLaunch``), each
-# part with its own tuned config (the Gluon kernel's where it has one); by default one Triton kernel walks
-# both lists. Prepared in session 25 without a GPU: to be measured before it becomes a rule.
-_EXTRA_PARTS = os.environ.get("SPARSEMLA_EXTRA_PARTS", "0") == "1"
-# SPARSEMLA_EXTRA_GLUON=1: on sm90 a call with an extra cache of the main one's page size and strides runs the Gluon
-# kernel of the main list's tuned entry, the extra list's programs as more splits (``extra_gluon``). Prepared in
-# session 27 without a GPU (compiled for sm_90a only): to be checked and measured before it becomes a rule.
-_EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "0") == "1"
+# SPARSEMLA_EXTRA_PARTS=0: a call with an extra cache never runs as two launches and a merge (``PartsLaunch``, each
+# part with its own tuned config, the Gluon kernel's where it has one); by default it does where the one Gluon launch
+# below does not take it. H200, session 27 (call 3): 1.11-2.56x over one Triton kernel walking both lists.
+_EXTRA_PARTS = os.environ.get("SPARSEMLA_EXTRA_PARTS", "1") != "0"
+# SPARSEMLA_EXTRA_GLUON=0: never one Gluon launch for a call with an extra cache; by default, on sm90 at T <= 4, a
+# call whose caches share a page size and strides runs the Gluon kernel of the main list's tuned entry, the extra
+# list's programs as more splits (``extra_gluon``). H200, session 27 (call 3, model1 + 128 extra slots): 1.65-2.28x
+# over one Triton kernel and 1.35-1.61x over PartsLaunch at T = 1, 4; at T = 64, 256 PartsLaunch was 1.08-1.29x faster.
+_EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -578,12 +579,12 @@ def gluon_extra_problem(view: KVCacheView, extra_view: KVCacheView, indices: tor
     return ""
 
 
-def extra_gluon(spec: KernelSpec) -> bool:
-    """Whether a call with an extra cache runs the Gluon kernel of its main list's tuned entry, the extra list's
-    programs as more splits (``SPARSEMLA_EXTRA_GLUON=1``; off by default: compiled for sm_90a, never run on a GPU
-    yet; ``benchmarks/calls/extra_parts.py`` is prepared to check and time it)."""
+def extra_gluon(spec: KernelSpec, num_tokens: int) -> bool:
+    """Whether a call of ``num_tokens`` with an extra cache runs the Gluon kernel of its main list's tuned entry, the
+    extra list's programs as more splits: at most 4 tokens (see ``_EXTRA_GLUON``; ``SPARSEMLA_EXTRA_GLUON=0`` turns
+    it off)."""
     from sparsemla.gen.gluon import unsupported
-    return _EXTRA_GLUON and spec.extra_topk > 0 and not unsupported(spec)
+    return _EXTRA_GLUON and spec.extra_topk > 0 and num_tokens <= 4 and not unsupported(spec)
 
 
 def part_specs(spec: KernelSpec) -> tuple[KernelSpec, KernelSpec]:
@@ -594,8 +595,8 @@ def part_specs(spec: KernelSpec) -> tuple[KernelSpec, KernelSpec]:
 
 
 def extra_parts(spec: KernelSpec) -> bool:
-    """Whether a call with an extra cache runs as ``PartsLaunch`` (``SPARSEMLA_EXTRA_PARTS=1``; off by default:
-    not yet measured on a GPU, ``benchmarks/calls/extra_parts.py`` is prepared to)."""
+    """Whether a call with an extra cache runs as ``PartsLaunch`` where ``extra_gluon`` does not take it (see
+    ``_EXTRA_PARTS``; ``SPARSEMLA_EXTRA_PARTS=0`` turns it off)."""
     return _EXTRA_PARTS and spec.extra_topk > 0
 
 

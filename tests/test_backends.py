@@ -811,9 +811,10 @@ def test_the_gluon_kernel_takes_an_extra_cache_of_the_main_ones_page_size_and_st
     assert "column stride 2" in triton_backend.gluon_extra_problem(view, view, idx, xidx.repeat(1, 2)[:, ::2])
 
 
-def test_an_extra_cache_call_takes_the_main_lists_gluon_entry_by_the_opt_in_rule(monkeypatch):
-    # SPARSEMLA_EXTRA_GLUON=1 (triton_backend.extra_gluon): the main list's tuned Gluon entry, for the call with the
-    # extra cache; without it, or where the main entry is not a Gluon one, the config the table gives the call.
+def test_an_extra_cache_call_takes_the_main_lists_gluon_entry_at_small_t(monkeypatch):
+    # triton_backend.extra_gluon (on unless SPARSEMLA_EXTRA_GLUON=0, at T <= 4): the main list's tuned Gluon entry,
+    # for the call with the extra cache; without it, or where the main entry is not a Gluon one, the config the
+    # table gives the call (here with run_triton replaced, so not PartsLaunch).
     gen = torch.Generator().manual_seed(5)
     q = torch.randn(2, 16, 576, generator=gen).bfloat16()
     kv, xkv = torch.randn(64, 576, generator=gen).bfloat16(), torch.randn(32, 576, generator=gen).bfloat16()
@@ -829,7 +830,8 @@ def test_an_extra_cache_call_takes_the_main_lists_gluon_entry_by_the_opt_in_rule
                              compute_dtype="bf16")
         return seen[-1][1]
     main_cfg = gluon_cfg
-    assert chosen() == plain  # the rule is off by default
+    monkeypatch.setattr(triton_backend, "_EXTRA_GLUON", False)  # SPARSEMLA_EXTRA_GLUON=0
+    assert chosen() == plain
     monkeypatch.setattr(triton_backend, "_EXTRA_GLUON", True)
     assert chosen() == gluon_cfg and seen[-1][0].extra_topk == 64
     main_cfg = Config(64, 64, 1, 8, 2)  # the main list's entry is a Triton one
