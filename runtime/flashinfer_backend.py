@@ -30,6 +30,7 @@ import torch
 from sparsemla.gen.spec import KernelSpec, next_pow2
 
 from .kvcache import KVCacheView
+from .launch import stream_key
 
 LN2 = math.log(2.0)
 _WORKSPACE_BYTES = 128 << 20
@@ -228,10 +229,6 @@ _float_workspaces: dict = {}
 _states: dict = {}  # (device, stream handle, spec) -> _WrapperState
 
 
-def _stream_of(device: torch.device) -> int:
-    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-
-
 def _new_wrapper(workspace, qo_indptr, kv_indptr, kv_indices, kv_len):
     """A CUDA-graph-mode wrapper: plan() copies into (and run() reads) these reserved buffers,
     so the packed indices written in place between plans are what the kernel reads."""
@@ -249,7 +246,7 @@ class _WrapperState:
     """
 
     def __init__(self, device: torch.device, capacity: int, topk: int):
-        key = (device, _stream_of(device))
+        key = stream_key(device)
         ws = _float_workspaces.get(key)
         if ws is None:
             ws = _float_workspaces[key] = torch.empty(_WORKSPACE_BYTES, dtype=torch.uint8, device=device)
@@ -280,7 +277,7 @@ class _WrapperState:
 
 
 def _state(device: torch.device, spec: KernelSpec, T: int) -> _WrapperState:
-    key = (device, _stream_of(device), spec)
+    key = (*stream_key(device), spec)
     st = _states.get(key)
     if st is None or st.capacity < T:
         st = _states[key] = _WrapperState(device, max(16, next_pow2(T)), spec.topk)
@@ -325,7 +322,7 @@ _scratch: dict = {}  # (device, stream handle, dtype) -> the sm120 kernel's spli
 def _scratch_alloc(device):
     def alloc(shape, dtype):
         numel = math.prod(shape)
-        key = (device, _stream_of(device), dtype)
+        key = (*stream_key(device), dtype)
         buf = _scratch.get(key)
         if buf is None or buf.numel() < numel:
             buf = _scratch[key] = torch.empty(numel, dtype=dtype, device=device)

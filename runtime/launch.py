@@ -102,6 +102,12 @@ def stream_handle(device: int):
     return driver.active.get_current_stream(device)
 
 
+def stream_key(device: torch.device) -> tuple:
+    """(device, the handle of its current stream; 0 off CUDA): the key of a buffer kept per stream (calls on two
+    streams may run at once, and a shared buffer would mix them)."""
+    return device, stream_handle(device.index) if device.type == "cuda" else 0
+
+
 def launch(jit_fn, grid, *args, num_warps: int = 4, **constexprs):
     """``jit_fn[grid](*args, **constexprs, num_warps=num_warps)``, through the compiled launcher
     once this key has been launched through the JIT (see the module docstring)."""

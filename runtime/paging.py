@@ -18,7 +18,7 @@ from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 
 from .api import device_arch
 from .device_guard import on_tensor_device
-from .launch import capturing, launch, report_capture_buffers, stream_handle
+from .launch import capturing, launch, report_capture_buffers, stream_key
 
 _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
 _split_buffers: dict = {}  # (device, buffer_tag) -> persistent page_split output
@@ -228,14 +228,9 @@ class _PageList:
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
 
 
-def _stream_key(device) -> tuple:
-    """(device, the handle of its current stream; 0 off CUDA): the key of that stream's state."""
-    return device, stream_handle(device.index) if device.type == "cuda" else 0
-
-
 def page_list_of(device) -> _PageList | None:
     """The touched path's state of ``device``'s current stream (None before its first touched call there)."""
-    return _list_buffers.get(_stream_key(device))
+    return _list_buffers.get(stream_key(device))
 
 
 def _page_list(device, num_pages: int, cfg) -> _PageList:
@@ -245,7 +240,7 @@ def _page_list(device, num_pages: int, cfg) -> _PageList:
     graph's pool, zeroed in the graph: a shared one allocated there would be zeroed only when that graph
     replays, and another graph captured on the stream could replay first."""
     mark_bytes = cfg.mark_copies * num_pages * cfg.mark_spacing
-    key = _stream_key(device)
+    key = stream_key(device)
     state = _list_buffers.get(key)
     if state is None or state.capacity < num_pages or state.marks.numel() < mark_bytes:
         capacity, mark_bytes = max(num_pages, 1), max(mark_bytes, 1)

@@ -87,7 +87,7 @@ def workspace(device: torch.device, numel: int, stream: int = 0) -> torch.Tensor
             # Allocated and zeroed on a stream of its own: torch.compile's CUDA-graph trees route the allocations of
             # the stream they warm up on into their graphs' pool, and refuse a tensor there that outlives the
             # call (session 27, call 3: "tensor(s) in the cudagraph pool not tracked as outputs").
-            side = _alloc_streams.setdefault(device, torch.cuda.Stream(device))
+            side = _alloc_streams.get(device) or _alloc_streams.setdefault(device, torch.cuda.Stream(device))
             side.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(side):
                 buf = torch.empty(SYNC_FLOATS + size, dtype=torch.float32, device=device)

@@ -606,16 +606,21 @@ def test_a_workspace_part_replaced_in_a_prepared_direct_launch():
     assert k.args.values[0] is odd and k.direct is None
 
 
+def _prepared_split_k(monkeypatch, seed):
+    """A split-K call made once (fresh workspaces and call cache): (call, its float64 reference, its TritonLaunch)."""
+    monkeypatch.setattr(triton_backend, "_workspaces", {})
+    api.clear_call_cache()
+    call, want = _split_k_call(torch.Generator().manual_seed(seed))
+    call()
+    (prepared,) = api._calls.values()
+    return call, want, prepared.launch
+
+
 def test_calls_on_two_streams_never_share_a_workspace(monkeypatch):
     # Launches on two streams of one device may run at once: each stream's calls write their split-K partials
     # into a workspace of its own. One prepared launch, called on alternating streams, re-points its kernels'
     # arguments (the direct launcher's too) at the current stream's buffer.
-    monkeypatch.setattr(triton_backend, "_workspaces", {})
-    api.clear_call_cache()
-    call, want = _split_k_call(torch.Generator().manual_seed(11))
-    call()
-    (prepared,) = api._calls.values()
-    launch = prepared.launch
+    call, want, launch = _prepared_split_k(monkeypatch, 11)
     stream = {"now": 5}
     launch.stream_fn = lambda index: stream["now"]
     bound = {}
@@ -637,12 +642,7 @@ def test_threads_on_two_streams_launch_with_their_own_streams_workspace(monkeypa
     # through the launch. Thread A pauses in its launch until B has bound its stream (or 0.5 s pass).
     import threading
     from sparsemla.gen.gluon import SYNC_FLOATS
-    monkeypatch.setattr(triton_backend, "_workspaces", {})
-    api.clear_call_cache()
-    call, want = _split_k_call(torch.Generator().manual_seed(13))
-    call()
-    (prepared,) = api._calls.values()
-    launch = prepared.launch
+    call, want, launch = _prepared_split_k(monkeypatch, 13)
     streams = {"A": 1, "B": 2}
     launch.stream_fn = lambda index: streams[threading.current_thread().name]
     a_in, b_bound, seen, results = threading.Event(), threading.Event(), {}, {}
@@ -680,12 +680,7 @@ def test_a_graph_captured_on_a_stream_without_a_workspace_gets_buffers_of_its_ow
     # a buffer of its own (the graph's pool): a shared one allocated in the capture would be zeroed only when that
     # graph replays. FUSED launches zero the counters in it (torch.empty is poisoned here to show it).
     from sparsemla.gen.gluon import SYNC_FLOATS
-    monkeypatch.setattr(triton_backend, "_workspaces", {})
-    api.clear_call_cache()
-    call, want = _split_k_call(torch.Generator().manual_seed(12))
-    call()
-    (prepared,) = api._calls.values()
-    launch = prepared.launch
+    call, want, launch = _prepared_split_k(monkeypatch, 12)
     launch.stream_fn = lambda index: 3  # a stream no call ran on
     empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, **k: empty(*a, **k).fill_(float("nan"))

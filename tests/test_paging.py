@@ -319,7 +319,7 @@ def test_touched_calls_on_two_streams_or_in_a_fresh_capture_keep_their_own_state
     P, N = 256, 5
     src = _pool(gen, N, P)
     stream = {"now": 1}
-    monkeypatch.setattr(paging, "_stream_key", lambda device: (device, stream["now"]))
+    monkeypatch.setattr(paging, "stream_key", lambda device: (device, stream["now"]))
     states = {}
     for now, pages in ((1, [0, 3]), (2, [4]), (1, [2]), (2, [1, 0])):
         stream["now"] = now
