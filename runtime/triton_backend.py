@@ -65,6 +65,9 @@ _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
 # for benchmarks that report resources next to timings.
 last_compiled = None
 
+# Stands in for a dropped per-call workspace part in a kernel's arguments until the next call binds one (its
+# address, 0, keeps the 16-byte alignment the direct launcher was specialized for).
+_NO_BUFFER = torch.empty(0)
 # The per-call values a launch takes, in TritonLaunch.__call__'s order; an absent optional
 # tensor is replaced by q (a pointer the kernel never reads).
 _Q, _IDX, _TOPK_LEN, _SINK, _OUT, _LSE, _X_IDX, _X_TOPK_LEN, _SCALE = range(9)
@@ -432,6 +435,7 @@ class TritonLaunch:
             S += x_splits
         split_k = S > 1 or partials_at is not None
         self.ws_at = partials_at or 0
+        self.part = partials_at is not None  # one of a PartsLaunch's two launches
         self.device = q.device
         # The stream a call runs on picks its workspace (``_bind_workspace``): Triton's handle of it.
         self.stream_fn = current_stream() if q.device.type == "cuda" else None
@@ -554,6 +558,22 @@ class TritonLaunch:
             if stream != self.ws_stream or _workspaces.get((self.device, stream)) is not self.ws_buf:
                 self._bind_workspace(stream)
             self._launch(q, indices, sm_scale, out, lse, topk_length, attn_sink, extra_indices, extra_topk_length)
+            if self.ws_stream is None and not self.part:  # (a PartsLaunch drops its parts' after its merge)
+                self.drop_call_buffer()
+
+    def drop_call_buffer(self) -> None:
+        """Forget the buffer of a captured call's own (see ``_bind_workspace``) once it is launched, so no reference
+        to it outlives the call: torch.compile's CUDA-graph trees (mode="reduce-overhead") capture on a stream of
+        their own and refuse a tensor in their pool that outlives the call without being one of its outputs
+        (H200, session 28 call 1: "tensor(s) in the cudagraph pool not tracked as outputs"). The next call binds
+        a workspace again (``ws_stream`` is None)."""
+        for i, n in enumerate((self.o_numel, self.lse_numel)):
+            if n:
+                self.fwd.set_fixed(self.ws_pos + i, _NO_BUFFER)
+        if self.combine is not None:
+            for i in (0, 1):
+                self.combine.set_fixed(i, _NO_BUFFER)
+        self.ws_buf = self.parts = None
 
     def _launch(self, q, indices, sm_scale, out, lse, topk_length, attn_sink, extra_indices, extra_topk_length):
         if self.q_strides is not None or (self.gluon and q.data_ptr() % 16):
@@ -640,6 +660,11 @@ class PartsLaunch:
                 if self.combine.args.values[i] is not part:
                     self.combine.set_fixed(i, part)
             self.combine((q, indices, topk_length, attn_sink, out, lse, extra_indices, extra_topk_length, sm_scale))
+            if self.main.ws_stream is None or self.extra.ws_stream is None:  # captured with buffers of their own
+                for i in range(len(parts)):
+                    self.combine.set_fixed(i, _NO_BUFFER)
+                self.main.drop_call_buffer()
+                self.extra.drop_call_buffer()
 
 
 def run_triton(spec: KernelSpec, config: Config, q: torch.Tensor, view: KVCacheView,
