@@ -30,7 +30,7 @@ import torch
 from sparsemla.gen.spec import KernelSpec, next_pow2
 
 from .kvcache import KVCacheView
-from .launch import stream_key
+from .launch import capturing, kept_buffer, report_capture_buffers, stream_key
 
 LN2 = math.log(2.0)
 _WORKSPACE_BYTES = 128 << 20
@@ -249,13 +249,15 @@ class _WrapperState:
         key = stream_key(device)
         ws = _float_workspaces.get(key)
         if ws is None:
-            ws = _float_workspaces[key] = torch.empty(_WORKSPACE_BYTES, dtype=torch.uint8, device=device)
-        i32 = dict(dtype=torch.int32, device=device)
+            ws = _float_workspaces[key] = kept_buffer(_WORKSPACE_BYTES, torch.uint8, device)
+
+        def i32(numel):  # kept across calls, outside any graph's pool (launch.kept_buffer)
+            return kept_buffer(numel, torch.int32, device, zero=True)
+
         self.capacity = capacity
-        self.kv_indptr = torch.zeros(capacity + 1, **i32)
-        self.kv_indices = torch.zeros(capacity * topk + 1, **i32)  # + 1: pack's spare element
-        self.wrapper = _new_wrapper(ws, torch.zeros(capacity + 1, **i32), self.kv_indptr,
-                                    self.kv_indices, torch.zeros(capacity, **i32))
+        self.kv_indptr = i32(capacity + 1)
+        self.kv_indices = i32(capacity * topk + 1)  # + 1: pack's spare element
+        self.wrapper = _new_wrapper(ws, i32(capacity + 1), self.kv_indptr, self.kv_indices, i32(capacity))
         self.plan_key = None
         self.total = 0
 
@@ -325,7 +327,10 @@ def _scratch_alloc(device):
         key = (*stream_key(device), dtype)
         buf = _scratch.get(key)
         if buf is None or buf.numel() < numel:
-            buf = _scratch[key] = torch.empty(numel, dtype=dtype, device=device)
+            if capturing(device):  # a captured call's own, from the graph's pool (see triton_backend)
+                report_capture_buffers("the FlashInfer kernel's split-K buffers")
+                return torch.empty(shape, dtype=dtype, device=device)
+            buf = _scratch[key] = kept_buffer(numel, dtype, device)
         return buf[:numel].view(shape)
     return alloc
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import threading
 
 import torch
 
@@ -94,6 +95,37 @@ def report_capture_buffers(what: str) -> None:
             "sparsemla: a CUDA graph is captured on a stream without %s of its own: each captured call gets "
             "one from the graph's memory pool. Make one eager call on the capture stream first to reuse one "
             "(reported once)", what)
+
+
+def kept_buffer(shape, dtype: torch.dtype, device: torch.device, zero: bool = False) -> torch.Tensor:
+    """A device buffer the runtime keeps across calls (a workspace, page_split's state), allocated outside any
+    CUDA-graph memory pool. torch.compile's CUDA-graph trees (mode="reduce-overhead") route every allocation of
+    the thread that warms up or records a graph into their pool, whatever the stream, and refuse a tensor there
+    that outlives the call without being one of its outputs (H200, session 28, calls 1-2). So on CUDA it is
+    allocated (and zeroed, and synchronized) on a thread of its own; it happens once per buffer, never during a
+    capture (a captured call that lacks one gets its own from the graph's pool instead)."""
+    if device.type != "cuda":
+        buf = torch.empty(shape, dtype=dtype, device=device)
+        return buf.zero_() if zero else buf
+    made: dict = {}
+
+    def make():
+        try:
+            with torch.cuda.device(device):
+                buf = torch.empty(shape, dtype=dtype, device=device)
+                if zero:
+                    buf.zero_()
+                torch.cuda.current_stream(device).synchronize()
+            made["buf"] = buf
+        except BaseException as e:  # raised in the caller's thread below
+            made["error"] = e
+
+    worker = threading.Thread(target=make, name="sparsemla-alloc")
+    worker.start()
+    worker.join()
+    if "error" in made:
+        raise made["error"]
+    return made["buf"]
 
 
 def stream_handle(device: int):

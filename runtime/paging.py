@@ -18,7 +18,7 @@ from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 
 from .api import device_arch
 from .device_guard import on_tensor_device
-from .launch import capturing, launch, report_capture_buffers, stream_key
+from .launch import capturing, kept_buffer, launch, report_capture_buffers, stream_key
 
 _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
 _split_buffers: dict = {}  # (device, buffer_tag) -> persistent page_split output
@@ -216,15 +216,22 @@ class _PageList:
     CUDA graph (make one call on the capture stream before capturing, so the state is allocated and
     zeroed outside the graph)."""
 
-    def __init__(self, device, capacity: int, mark_bytes: int):
+    def __init__(self, device, capacity: int, mark_bytes: int, in_graph: bool = False):
+        # Kept across calls: outside any graph's pool (launch.kept_buffer); a captured call's own (in_graph):
+        # from the graph's pool, zeroed in the graph.
+        def alloc(numel, dtype, zero=False):
+            if in_graph:
+                return (torch.zeros if zero else torch.empty)(numel, dtype=dtype, device=device)
+            return kept_buffer(numel, dtype, device, zero=zero)
+
         self.capacity = capacity
-        self.marks = torch.zeros(mark_bytes, dtype=torch.int8, device=device)
-        self.claims = torch.zeros(capacity, dtype=torch.int32, device=device)  # mark_claim's marks
-        self.pages = torch.empty(capacity, dtype=torch.int32, device=device)
-        self.count = torch.zeros(1, dtype=torch.int32, device=device)
+        self.marks = alloc(mark_bytes, torch.int8, zero=True)
+        self.claims = alloc(capacity, torch.int32, zero=True)  # mark_claim's marks
+        self.pages = alloc(capacity, torch.int32)
+        self.count = alloc(1, torch.int32, zero=True)
         # lead_split: the lead share's list, and the side stream its copy runs on
-        self.lead_pages = torch.empty(capacity, dtype=torch.int32, device=device)
-        self.lead_count = torch.zeros(1, dtype=torch.int32, device=device)
+        self.lead_pages = alloc(capacity, torch.int32)
+        self.lead_count = alloc(1, torch.int32, zero=True)
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
 
 
@@ -246,7 +253,7 @@ def _page_list(device, num_pages: int, cfg) -> _PageList:
         capacity, mark_bytes = max(num_pages, 1), max(mark_bytes, 1)
         if capturing(device):
             report_capture_buffers("page_split's touched-page state large enough")
-            return _PageList(device, capacity, mark_bytes)
+            return _PageList(device, capacity, mark_bytes, in_graph=True)
         if state is not None:
             _retired_lists.setdefault(device, []).append(state)
             capacity, mark_bytes = max(capacity, 2 * state.capacity), max(mark_bytes, 2 * state.marks.numel())

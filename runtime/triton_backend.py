@@ -23,7 +23,7 @@ from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
 from .kvcache import KVCacheView
-from .launch import capturing, report_capture_buffers
+from .launch import capturing, kept_buffer, report_capture_buffers
 
 # Split-K workspaces, one per (device, stream handle): launches on two streams of one device may run at once,
 # and a shared buffer would mix their partials (and the FUSED kernels' counters, which could then hang).
@@ -32,7 +32,6 @@ _workspaces: dict = {}
 # current still writes its partials there on every replay, and freed memory would be handed to other tensors.
 # Growth at least doubles, so these hold at most as much as the current workspace.
 _retired: dict = {}
-_alloc_streams: dict = {}  # device -> the stream workspaces are allocated on (see ``workspace``)
 # SPARSEMLA_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (to rule the direct launcher out).
 _DIRECT = os.environ.get("SPARSEMLA_DIRECT_LAUNCH", "1") != "0"
 # SPARSEMLA_PDL=0: the combine kernel is always launched after the attention kernel; by default it is
@@ -86,19 +85,7 @@ def workspace(device: torch.device, numel: int, stream: int = 0) -> torch.Tensor
         if buf is not None:
             _retired.setdefault(device, []).append(buf)
             size = max(size, 2 * (buf.numel() - SYNC_FLOATS))
-        if device.type == "cuda":
-            # Allocated and zeroed on a stream of its own: torch.compile's CUDA-graph trees route the allocations of
-            # the stream they warm up on into their graphs' pool, and refuse a tensor there that outlives the
-            # call (session 27, call 3: "tensor(s) in the cudagraph pool not tracked as outputs").
-            side = _alloc_streams.get(device) or _alloc_streams.setdefault(device, torch.cuda.Stream(device))
-            side.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(side):
-                buf = torch.empty(SYNC_FLOATS + size, dtype=torch.float32, device=device)
-                buf[:SYNC_FLOATS].zero_()
-            torch.cuda.current_stream(device).wait_stream(side)
-        else:
-            buf = torch.empty(SYNC_FLOATS + size, dtype=torch.float32, device=device)
-            buf[:SYNC_FLOATS].zero_()
+        buf = kept_buffer(SYNC_FLOATS + size, torch.float32, device, zero=True)
         _workspaces[(device, stream)] = buf
     return buf[SYNC_FLOATS:SYNC_FLOATS + numel]
 

@@ -51,20 +51,31 @@ def perm_d(m):
 
 
 @gluon.jit
-def _s_operand(x, W: gl.constexpr, A_L: gl.constexpr):
+def _dequant(x, CT: gl.constexpr):
+    """e4m3 bytes -> CT: fp16 in one cvt per pair (exact: e4m3 lies in fp16's range), bf16 through float32."""
+    x = x.to(gl.float8e4nv, bitcast=True)
+    if CT.primitive_bitwidth == 16 and CT.is_fp16():
+        y = x.to(gl.float16)
+    else:
+        y = x.to(gl.float32).to(gl.bfloat16)
+    return y
+
+
+@gluon.jit
+def _s_operand(x, W: gl.constexpr, A_L: gl.constexpr, CT: gl.constexpr):
     """e4m3 bytes x [64, W] (row bytes in load order) -> the bf16 A operand [64, W] of S^T (columns in perm_k
     order), without moving data."""
-    x = x.to(gl.float8e4nv, bitcast=True).to(gl.float32).to(gl.bfloat16)
+    x = _dequant(x, CT)
     y = gl.reshape(x, [BLOCK_N_C, W // 64, 4, 8, 2])  # (key, b, c, i3..i1, i0)
     y = gl.permute(y, (0, 1, 3, 2, 4))  # (key, b, i3..i1, c, i0): K = 64 b + 8 i + 2 c + i0
     return gl.convert_layout(gl.reshape(y, [BLOCK_N_C, W]), A_L, assert_trivial=True)
 
 
 @gluon.jit
-def _v_operand(x, A_L: gl.constexpr):
+def _v_operand(x, A_L: gl.constexpr, CT: gl.constexpr):
     """e4m3 bytes x [128, 64] (a quarter of the output dims in load order, keys) -> the bf16 A operand [128, 64]
     of O^T (rows in perm_d order), without moving data."""
-    x = x.to(gl.float8e4nv, bitcast=True).to(gl.float32).to(gl.bfloat16)
+    x = _dequant(x, CT)
     y = gl.reshape(x, [4, 8, 2, 2, BLOCK_N_C])  # (w: d6 d5, g: d4..d2, d1, d0)
     y = gl.permute(y, (2, 0, 3, 1, 4))  # (m6, w, m3, g): M = 64 m6 + 16 w + 8 m3 + g
     return gl.convert_layout(gl.reshape(y, [128, BLOCK_N_C]), A_L, assert_trivial=True)
@@ -99,7 +110,8 @@ def _store_quarter(o_row, acc, inv, Q: gl.constexpr, ROWS: gl.constexpr):
 
 @gluon.jit
 def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
-              score_scale, out_scale, TOPK: gl.constexpr, BLOCK_H: gl.constexpr, PREFETCH: gl.constexpr):
+              score_scale, out_scale, TOPK: gl.constexpr, BLOCK_H: gl.constexpr, PREFETCH: gl.constexpr,
+              F16: gl.constexpr):
     t = gl.program_id(0).to(gl.int64)
     S_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_H, 16])
     A_L: gl.constexpr = gl.DotOperandLayout(0, S_L, 2)
@@ -121,18 +133,28 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
     HEADS: gl.constexpr = gl.SliceLayout(0, S_L)
 
     SW: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
-    qn = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, D_NOPE_C], SW)
-    qr = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, D_ROPE_C], SW)
-    pt = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N_C, BLOCK_H],
-                                   gl.NVMMASharedLayout.get_default_for([BLOCK_N_C, BLOCK_H], gl.bfloat16))
+    # The operands' type: fp16 (F16) converts e4m3 in one instruction a pair; Q is scaled by a power of two
+    # into fp16's range (its largest |value| to [2^14, 2^15)), undone in the score scale.
+    CT: gl.constexpr = gl.float16 if F16 else gl.bfloat16
+    qn = gl.allocate_shared_memory(CT, [BLOCK_H, D_NOPE_C], SW)
+    qr = gl.allocate_shared_memory(CT, [BLOCK_H, D_ROPE_C], SW)
+    pt = gl.allocate_shared_memory(CT, [BLOCK_N_C, BLOCK_H], gl.NVMMASharedLayout.get_default_for([BLOCK_N_C, BLOCK_H], CT))
     # Q^T, its columns in perm_k order (Q is read once).
     GQ: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GQ))
     q_row = q + t * stride_qt + heads.to(gl.int64)[:, None] * stride_qh
     k = gl.arange(0, D_NOPE_C, layout=gl.SliceLayout(0, GQ))
-    qn.store(gl.load(q_row + _perm_k(k)[None, :]))
+    qv = gl.load(q_row + _perm_k(k)[None, :]).to(gl.float32)
     kr = gl.arange(0, D_ROPE_C, layout=gl.SliceLayout(0, GQ))
-    qr.store(gl.load(q_row + D_NOPE_C + _perm_k(kr)[None, :]))
+    qrv = gl.load(q_row + D_NOPE_C + _perm_k(kr)[None, :]).to(gl.float32)
+    if F16:
+        q_max = gl.maximum(gl.max(gl.max(gl.abs(qv), axis=1), axis=0), gl.max(gl.max(gl.abs(qrv), axis=1), axis=0))
+        q_scale = gl.where(q_max > 0, gl.exp2(14.0 - gl.floor(gl.log2(q_max))), 1.0)
+        qv = qv * q_scale
+        qrv = qrv * q_scale
+        score_scale = score_scale / q_scale
+    qn.store(qv.to(CT))
+    qr.store(qrv.to(CT))
     fence_async_shared()
     _barrier()
 
@@ -175,15 +197,15 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
         xr = gl.load(kv + row_r[:, None] + D_NOPE_C + cols_r[None, :], mask=ok_r[:, None], other=0)
         # S^T = K Q^T in five wgmmas, at most two in flight (their A operands are the live registers).
         s = gl.zeros([BLOCK_N_C, BLOCK_H], gl.float32, layout=S_L)
-        s = warpgroup_mma(_s_operand(x0, 128, A_L), qn.slice(0, 128, dim=1).permute((1, 0)), s, use_acc=False,
+        s = warpgroup_mma(_s_operand(x0, 128, A_L, CT), qn.slice(0, 128, dim=1).permute((1, 0)), s, use_acc=False,
                           is_async=True)
-        s = warpgroup_mma(_s_operand(x1, 128, A_L), qn.slice(128, 128, dim=1).permute((1, 0)), s, is_async=True)
+        s = warpgroup_mma(_s_operand(x1, 128, A_L, CT), qn.slice(128, 128, dim=1).permute((1, 0)), s, is_async=True)
         s = warpgroup_mma_wait(1, deps=[s])
-        s = warpgroup_mma(_s_operand(x2, 128, A_L), qn.slice(256, 128, dim=1).permute((1, 0)), s, is_async=True)
+        s = warpgroup_mma(_s_operand(x2, 128, A_L, CT), qn.slice(256, 128, dim=1).permute((1, 0)), s, is_async=True)
         s = warpgroup_mma_wait(1, deps=[s])
-        s = warpgroup_mma(_s_operand(x3, 128, A_L), qn.slice(384, 128, dim=1).permute((1, 0)), s, is_async=True)
+        s = warpgroup_mma(_s_operand(x3, 128, A_L, CT), qn.slice(384, 128, dim=1).permute((1, 0)), s, is_async=True)
         s = warpgroup_mma_wait(1, deps=[s])
-        s = warpgroup_mma(_s_operand(xr, 64, A_L), qr.permute((1, 0)), s, is_async=True)
+        s = warpgroup_mma(_s_operand(xr, 64, A_L, CT), qr.permute((1, 0)), s, is_async=True)
         # V^T's bytes (the same rows again, from L1/L2) while S's last wgmmas run.
         row_v = gl.convert_layout(row, gl.SliceLayout(0, XV_L))
         ok_v = gl.convert_layout(ok, gl.SliceLayout(0, XV_L))
@@ -201,15 +223,15 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
         p = gl.exp2(s - m_use[None, :])
         l_i = l_i * alpha + gl.sum(p, axis=0)
         m_i = m_new
-        pt.store(p.to(gl.bfloat16))
+        pt.store(p.to(CT))
         fence_async_shared()
         _barrier()
-        acc0 = warpgroup_mma(_v_operand(v0, A_L), pt, acc0 * alpha[None, :], is_async=True)
-        acc1 = warpgroup_mma(_v_operand(v1, A_L), pt, acc1 * alpha[None, :], is_async=True)
+        acc0 = warpgroup_mma(_v_operand(v0, A_L, CT), pt, acc0 * alpha[None, :], is_async=True)
+        acc1 = warpgroup_mma(_v_operand(v1, A_L, CT), pt, acc1 * alpha[None, :], is_async=True)
         acc0 = warpgroup_mma_wait(1, deps=[acc0])
-        acc2 = warpgroup_mma(_v_operand(v2, A_L), pt, acc2 * alpha[None, :], is_async=True)
+        acc2 = warpgroup_mma(_v_operand(v2, A_L, CT), pt, acc2 * alpha[None, :], is_async=True)
         acc1 = warpgroup_mma_wait(1, deps=[acc1])
-        acc3 = warpgroup_mma(_v_operand(v3, A_L), pt, acc3 * alpha[None, :], is_async=True)
+        acc3 = warpgroup_mma(_v_operand(v3, A_L, CT), pt, acc3 * alpha[None, :], is_async=True)
         acc2, acc3 = warpgroup_mma_wait(0, deps=[acc2, acc3])
     inv = gl.where(l_i > 0, out_scale / l_i, 0.0)
     hs = gl.arange(0, BLOCK_H, layout=HEADS)
@@ -220,24 +242,25 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
     _store_quarter(o_row, acc3, inv, 3, KEYS)
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, prefetch=True):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, prefetch=True, f16=False):
     T, H, _ = q.shape
     proto_fwd[(T,)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx, idx.stride(0),
                     out, out.stride(0), out.stride(1), sm_scale * kv_scale * 1.4426950408889634, kv_scale,
-                    TOPK=idx.shape[1], BLOCK_H=H, PREFETCH=prefetch, num_warps=4)
+                    TOPK=idx.shape[1], BLOCK_H=H, PREFETCH=prefetch, F16=f16, num_warps=4)
 
 
-def compile_only(prefetch: bool) -> int:
+def compile_only(f16: bool) -> int:
     from triton.backends.compiler import GPUTarget
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "TOPK": "constexpr",
-           "BLOCK_H": "constexpr", "PREFETCH": "constexpr"}
+           "BLOCK_H": "constexpr", "PREFETCH": "constexpr", "F16": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    src = gluon._runtime.GluonASTSource(proto_fwd, sig, {"TOPK": 2048, "BLOCK_H": 16, "PREFETCH": prefetch}, attrs=attrs)
+    src = gluon._runtime.GluonASTSource(proto_fwd, sig, {"TOPK": 2048, "BLOCK_H": 16, "PREFETCH": True, "F16": f16}, attrs=attrs)
     k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     ptx = k.asm["ptx"]
     open("/tmp/proto_regs_a.ptx", "w").write(ptx)
+    open("/tmp/proto_regs_a.cubin", "wb").write(k.asm["cubin"])
     open("/tmp/proto_regs_a.ttgir", "w").write(k.asm["ttgir"])
     import re
     print("smem", k.metadata.shared, "B; wgmma", len(re.findall(r"wgmma.mma_async", ptx)),
@@ -255,7 +278,7 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=256)
     args = ap.parse_args()
     if args.compile:
-        return compile_only(True) or compile_only(False)
+        return compile_only(False) or compile_only(True)
     import sparsemla
     from sparsemla.bench import FORMATS, graph_time_us, make_cache
     from sparsemla.gen.suite import SLOTS
@@ -273,15 +296,15 @@ def main() -> int:
             idx[3] = -1  # an all-invalid row
         q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
         ref = sparsemla.sparse_mla(q, cache, idx, sm_scale=sm_scale, kv_format="fp8_e4m3", backend="torch", **kw)
-        for prefetch in (False, True):
+        for f16 in (False, True):
             out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
-            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], prefetch)
+            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], True, f16)
             err = ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
             finite = bool(torch.isfinite(out.float()).all())
             zero_row = float(out[3].float().abs().max()) if trial == 1 else 0.0
             good = finite and err < 8e-3 and zero_row == 0.0
             ok_all &= good
-            print(f"trial {trial} prefetch={prefetch}: rel err {err:.2e} finite {finite} all-invalid row max "
+            print(f"trial {trial} f16={f16}: rel err {err:.2e} finite {finite} all-invalid row max "
                   f"{zero_row} -> {'ok' if good else 'FAIL'}", flush=True)
     # Timing: rotating index sets so the rows exceed L2, CUDA-graph replay (pkg/bench.graph_time_us), in
     # rotated orders.
@@ -292,8 +315,8 @@ def main() -> int:
         q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
         sets.append((q, idx, torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
     variants = {
-        "proto": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], False) for s in sets],
-        "proto + prefetch": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], True) for s in sets],
+        "proto bf16": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], True) for s in sets],
+        "proto fp16": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], True, True) for s in sets],
         "shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale, kv_format="fp8_e4m3",
                                                      out=s[2], **kw) for s in sets]}
     names = list(variants)
