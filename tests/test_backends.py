@@ -8,10 +8,12 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"
 
+import contextlib  # noqa: E402
 import gc  # noqa: E402
 import math  # noqa: E402
 from dataclasses import replace  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 import types  # noqa: E402
 import weakref  # noqa: E402
 
@@ -642,7 +644,7 @@ def test_threads_on_two_streams_launch_with_their_own_streams_workspace(monkeypa
     # Threads keep their own current streams. A thread binding its stream's workspace while another is between
     # its binding and its launch would hand that launch the wrong buffer: TritonLaunch.lock holds the binding
     # through the launch. Thread A pauses in its launch until B has bound its stream (or 0.5 s pass).
-    import threading
+
     from sparsemla.gen.gluon import SYNC_FLOATS
     call, want, launch = _prepared_split_k(monkeypatch, 13)
     streams = {"A": 1, "B": 2}
@@ -842,3 +844,35 @@ def test_an_extra_cache_call_takes_the_main_lists_gluon_entry_at_small_t(monkeyp
     assert chosen() == gluon_cfg and seen[-1][0].extra_topk == 64
     main_cfg = Config(64, 64, 1, 8, 2)  # the main list's entry is a Triton one
     assert chosen() == plain
+
+
+def test_kept_buffers_are_allocated_on_a_thread_of_their_own(monkeypatch):
+    # torch.compile's CUDA-graph trees route every allocation of the thread that warms up or records a graph into
+    # their pool and refuse a tensor there that outlives the call (H200, session 28): the runtime's kept buffers
+    # (split-K workspaces, page_split state, FlashInfer buffers) are made on another thread. CUDA is faked here.
+    from sparsemla.runtime import launch
+    made_on, empty = [], torch.empty
+
+    def fake_empty(*shape, dtype=None, device=None):
+        made_on.append(threading.current_thread())
+        return empty(*shape, dtype=dtype)
+
+    class FakeStream:
+        def synchronize(self):
+            made_on.append("synchronized")
+
+    monkeypatch.setattr(torch, "empty", fake_empty)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: FakeStream())
+    buf = launch.kept_buffer(8, torch.int32, torch.device("cuda", 0), zero=True)
+    assert made_on[0] is not threading.current_thread() and made_on[1] == "synchronized"
+    assert buf.dtype == torch.int32 and bool((buf == 0).all())
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("out of memory")))
+    with pytest.raises(RuntimeError, match="out of memory"):  # the worker's error, raised in the caller
+        launch.kept_buffer(8, torch.int32, torch.device("cuda", 0))
+    # and the runtime's buffers come from it
+    kept = []
+    monkeypatch.setattr(triton_backend, "kept_buffer", lambda *a, **k: kept.append(a) or empty(a[0], dtype=a[1]))
+    monkeypatch.setattr(triton_backend, "_workspaces", {})
+    triton_backend.workspace(torch.device("cpu"), 100)
+    assert kept and kept[0][1] == torch.float32
