@@ -103,15 +103,19 @@ def _perm_d(m):
 
 
 @gluon.jit
-def _store_quarter(o_row, acc, inv, Q: gl.constexpr, ROWS: gl.constexpr):
-    m = gl.arange(0, 128, layout=ROWS)
-    gl.store(o_row + Q * 128 + _perm_d(m)[:, None], (acc * inv[None, :]).to(gl.bfloat16))
+def _store_quarter(o_row, acc, inv, Q: gl.constexpr, ROWS: gl.constexpr, V16: gl.constexpr):
+    dl = _perm_d(gl.arange(0, 128, layout=ROWS))
+    if V16:
+        dim = (dl & 3) | (Q << 2) | ((dl >> 2) << 4)
+    else:
+        dim = Q * 128 + dl
+    gl.store(o_row + dim[:, None], (acc * inv[None, :]).to(gl.bfloat16))
 
 
 @gluon.jit
 def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
               score_scale, out_scale, TOPK: gl.constexpr, BLOCK_H: gl.constexpr, PREFETCH: gl.constexpr,
-              F16: gl.constexpr):
+              F16: gl.constexpr, V16: gl.constexpr):
     t = gl.program_id(0).to(gl.int64)
     S_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_H, 16])
     A_L: gl.constexpr = gl.DotOperandLayout(0, S_L, 2)
@@ -129,6 +133,13 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
         reg_bases=[[1, 0], [2, 0], [0, 1], [0, 8], [0, 16], [0, 32]],
         lane_bases=[[0, 2], [0, 4], [4, 0], [8, 0], [16, 0]], warp_bases=[[32, 0], [64, 0]], block_bases=[],
         shape=[128, 64])
+    # V16: V^T's 512 dims loaded at once, 16 contiguous bytes a thread (4 register bits of the dim), then split
+    # into the quarters along two of those bits (free: a split within registers): a quarter's dims are
+    # (dl & 3) | q << 2 | (dl >> 2) << 4 for its load-order dim dl.
+    XW_L: gl.constexpr = gl.DistributedLinearLayout(
+        reg_bases=[[1, 0], [2, 0], [4, 0], [8, 0], [0, 1], [0, 8], [0, 16], [0, 32]],
+        lane_bases=[[0, 2], [0, 4], [16, 0], [32, 0], [64, 0]], warp_bases=[[128, 0], [256, 0]], block_bases=[],
+        shape=[512, 64])
     KEYS: gl.constexpr = gl.SliceLayout(1, S_L)
     HEADS: gl.constexpr = gl.SliceLayout(0, S_L)
 
@@ -169,6 +180,7 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
     cols_s = gl.arange(0, 128, layout=gl.SliceLayout(0, XS_L))
     cols_r = gl.arange(0, D_ROPE_C, layout=gl.SliceLayout(0, XR_L))
     dims_v = gl.arange(0, 128, layout=gl.SliceLayout(1, XV_L))
+    dims_w = gl.arange(0, D_NOPE_C, layout=gl.SliceLayout(1, XW_L))
     keys = gl.arange(0, BLOCK_N_C, layout=gl.SliceLayout(1, XS_L))
     LP: gl.constexpr = gl.BlockedLayout([1, 1], [4, 8], [4, 1], [1, 0])  # L2 prefetch: a thread per 128-B line
     lines = gl.minimum(gl.arange(0, 8, layout=gl.SliceLayout(0, LP)) * 128, 575)  # (the row's last byte last)
@@ -207,13 +219,26 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
         s = warpgroup_mma_wait(1, deps=[s])
         s = warpgroup_mma(_s_operand(xr, 64, A_L, CT), qr.permute((1, 0)), s, is_async=True)
         # V^T's bytes (the same rows again, from L1/L2) while S's last wgmmas run.
-        row_v = gl.convert_layout(row, gl.SliceLayout(0, XV_L))
-        ok_v = gl.convert_layout(ok, gl.SliceLayout(0, XV_L))
-        pv = kv + row_v[None, :] + dims_v[:, None]
-        v0 = gl.load(pv, mask=ok_v[None, :], other=0)
-        v1 = gl.load(pv + 128, mask=ok_v[None, :], other=0)
-        v2 = gl.load(pv + 256, mask=ok_v[None, :], other=0)
-        v3 = gl.load(pv + 384, mask=ok_v[None, :], other=0)
+        if V16:
+            row_w = gl.convert_layout(row, gl.SliceLayout(0, XW_L))
+            ok_w = gl.convert_layout(ok, gl.SliceLayout(0, XW_L))
+            vw = gl.load(kv + row_w[None, :] + dims_w[:, None], mask=ok_w[None, :], other=0)
+            vw = gl.permute(gl.reshape(vw, [32, 2, 2, 4, BLOCK_N_C]), (0, 3, 4, 1, 2))  # (d8..d4, d1 d0, key, d3, d2)
+            va, vb = gl.split(vw)  # d2 = 0, 1
+            v0, v2 = gl.split(va)  # d3 = 0, 1
+            v1, v3 = gl.split(vb)
+            v0 = gl.reshape(v0, [128, BLOCK_N_C])
+            v1 = gl.reshape(v1, [128, BLOCK_N_C])
+            v2 = gl.reshape(v2, [128, BLOCK_N_C])
+            v3 = gl.reshape(v3, [128, BLOCK_N_C])
+        else:
+            row_v = gl.convert_layout(row, gl.SliceLayout(0, XV_L))
+            ok_v = gl.convert_layout(ok, gl.SliceLayout(0, XV_L))
+            pv = kv + row_v[None, :] + dims_v[:, None]
+            v0 = gl.load(pv, mask=ok_v[None, :], other=0)
+            v1 = gl.load(pv + 128, mask=ok_v[None, :], other=0)
+            v2 = gl.load(pv + 256, mask=ok_v[None, :], other=0)
+            v3 = gl.load(pv + 384, mask=ok_v[None, :], other=0)
         s = warpgroup_mma_wait(0, deps=[s])
         ok_s = gl.convert_layout(ok, KEYS)
         s = gl.where(ok_s[:, None], s * score_scale, float("-inf"))
@@ -236,27 +261,27 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
     inv = gl.where(l_i > 0, out_scale / l_i, 0.0)
     hs = gl.arange(0, BLOCK_H, layout=HEADS)
     o_row = out + t * stride_ot + hs.to(gl.int64)[None, :] * stride_oh
-    _store_quarter(o_row, acc0, inv, 0, KEYS)
-    _store_quarter(o_row, acc1, inv, 1, KEYS)
-    _store_quarter(o_row, acc2, inv, 2, KEYS)
-    _store_quarter(o_row, acc3, inv, 3, KEYS)
+    _store_quarter(o_row, acc0, inv, 0, KEYS, V16)
+    _store_quarter(o_row, acc1, inv, 1, KEYS, V16)
+    _store_quarter(o_row, acc2, inv, 2, KEYS, V16)
+    _store_quarter(o_row, acc3, inv, 3, KEYS, V16)
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, prefetch=True, f16=False):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, prefetch=True, f16=False, v16=False):
     T, H, _ = q.shape
     proto_fwd[(T,)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx, idx.stride(0),
                     out, out.stride(0), out.stride(1), sm_scale * kv_scale * 1.4426950408889634, kv_scale,
-                    TOPK=idx.shape[1], BLOCK_H=H, PREFETCH=prefetch, F16=f16, num_warps=4)
+                    TOPK=idx.shape[1], BLOCK_H=H, PREFETCH=prefetch, F16=f16, V16=v16, num_warps=4)
 
 
-def compile_only(f16: bool) -> int:
+def compile_only(f16: bool, v16: bool) -> int:
     from triton.backends.compiler import GPUTarget
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "TOPK": "constexpr",
-           "BLOCK_H": "constexpr", "PREFETCH": "constexpr", "F16": "constexpr"}
+           "BLOCK_H": "constexpr", "PREFETCH": "constexpr", "F16": "constexpr", "V16": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    src = gluon._runtime.GluonASTSource(proto_fwd, sig, {"TOPK": 2048, "BLOCK_H": 16, "PREFETCH": True, "F16": f16}, attrs=attrs)
+    src = gluon._runtime.GluonASTSource(proto_fwd, sig, {"TOPK": 2048, "BLOCK_H": 16, "PREFETCH": True, "F16": f16, "V16": v16}, attrs=attrs)
     k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     ptx = k.asm["ptx"]
     open("/tmp/proto_regs_a.ptx", "w").write(ptx)
@@ -278,7 +303,7 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=256)
     args = ap.parse_args()
     if args.compile:
-        return compile_only(False) or compile_only(True)
+        return compile_only(False, False) or compile_only(True, False) or compile_only(True, True)
     import sparsemla
     from sparsemla.bench import FORMATS, graph_time_us, make_cache
     from sparsemla.gen.suite import SLOTS
@@ -296,15 +321,15 @@ def main() -> int:
             idx[3] = -1  # an all-invalid row
         q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
         ref = sparsemla.sparse_mla(q, cache, idx, sm_scale=sm_scale, kv_format="fp8_e4m3", backend="torch", **kw)
-        for f16 in (False, True):
+        for f16, v16 in ((False, False), (True, False), (True, True)):
             out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
-            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], True, f16)
+            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], True, f16, v16)
             err = ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
             finite = bool(torch.isfinite(out.float()).all())
             zero_row = float(out[3].float().abs().max()) if trial == 1 else 0.0
             good = finite and err < 8e-3 and zero_row == 0.0
             ok_all &= good
-            print(f"trial {trial} f16={f16}: rel err {err:.2e} finite {finite} all-invalid row max "
+            print(f"trial {trial} f16={f16} v16={v16}: rel err {err:.2e} finite {finite} all-invalid row max "
                   f"{zero_row} -> {'ok' if good else 'FAIL'}", flush=True)
     # Timing: rotating index sets so the rows exceed L2, CUDA-graph replay (pkg/bench.graph_time_us), in
     # rotated orders.
@@ -317,6 +342,8 @@ def main() -> int:
     variants = {
         "proto bf16": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], True) for s in sets],
         "proto fp16": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], True, True) for s in sets],
+        "proto fp16 v16": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], True, True, True)
+                           for s in sets],
         "shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale, kv_format="fp8_e4m3",
                                                      out=s[2], **kw) for s in sets]}
     names = list(variants)
