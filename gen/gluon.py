@@ -144,11 +144,6 @@ class GluonKernel:
     # A bf16 stage arrives by cp.async and needs it; an fp8 stage is stored by group C, which fences its own stores
     # before it arrives, so False drops a redundant fence (session 26; timed in session 28: no gain in three rows).
     ready_fence: bool = True
-    # The narrow kernel with fp8_e4m3: the stage, Q and P^T in fp16 instead of bf16. Group C converts e4m3 to fp16
-    # in one cvt a pair (exact), against three instructions through float32 to bf16; Q is scaled by a power of two
-    # into fp16's range, undone in the score scale (session 28's register-operand prototype: 1.16x and 3x lower
-    # error from fp16 operands). Prepared in session 28, not yet timed.
-    f16_stage: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -183,10 +178,6 @@ class GluonKernel:
         if not self.ready_fence and self.spec.kv_format == "auto":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with ready_fence=False: expected an fp8 cache "
                              "(a bf16 stage arrives by cp.async, whose writes the computing group must fence)")
-        if self.f16_stage and not (self.narrow and self.spec.kv_format == "fp8_e4m3" and self.q_by_compute):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, f16_stage=True: "
-                             "expected block_h 16 or 32, kv_format 'fp8_e4m3' (a per-row scale times e4m3 could leave "
-                             "fp16's range) and Q loaded by the computing group")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -209,7 +200,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out),
-                 ("nrf", not self.ready_fence), ("f16", self.f16_stage),
+                 ("nrf", not self.ready_fence),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -226,5 +217,4 @@ class GluonKernel:
                     block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
-                    ready_fence=self.ready_fence, f16_stage=self.f16_stage, profile=self.profile,
-                    sync_floats=SYNC_FLOATS)
+                    ready_fence=self.ready_fence, profile=self.profile, sync_floats=SYNC_FLOATS)

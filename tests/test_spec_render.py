@@ -258,23 +258,3 @@ def test_the_ready_fence_variant_drops_the_computing_groups_fence_for_fp8_stages
         assert a.count("fence_async_shared()") == b.count("fence_async_shared()") + 1, block_h
     with pytest.raises(ValueError, match="ready_fence=False: expected an fp8 cache"):
         GluonKernel(KernelSpec(arch="sm90"), 16, ready_fence=False)
-
-
-def test_the_f16_stage_variant_renders_fp16_buffers_and_a_scaled_q():
-    # GluonKernel.f16_stage=True (prepared in session 28): the narrow fp8_e4m3 kernel's stage, Q and P^T in fp16
-    # (group C converts e4m3 in one cvt a pair), Q scaled into fp16's range and the scale undone in the score scale.
-    # Off, the module is the shipped one; formats with a per-row scale and the wide kernel refuse it.
-    from sparsemla.gen.gluon import GluonKernel
-    from sparsemla.gen.render import render_source
-    spec = KernelSpec(kv_format="fp8_e4m3", d_qk=576, arch="sm90")
-    shipped, variant = GluonKernel(spec, 16, stages=1), GluonKernel(spec, 16, stages=1, f16_stage=True)
-    assert variant.key == shipped.key + "-f16"
-    a, b = render_source(shipped), render_source(variant)
-    assert "gl.float16" not in a and "_load_q_f16" not in a
-    assert "score_scale = score_scale / _load_q_f16(" in b and ".to(gl.float8e4nv, bitcast=True).to(gl.float16)" in b
-    assert "gl.allocate_shared_memory(gl.bfloat16" not in b.split("def sparse_mla_fwd_gluon")[1]
-    compile(b, variant.module_name, "exec")
-    with pytest.raises(ValueError, match="f16_stage=True: expected block_h 16 or 32, kv_format 'fp8_e4m3'"):
-        GluonKernel(KernelSpec(kv_format="model1", d_qk=512, page_size=64, arch="sm90"), 16, f16_stage=True)
-    with pytest.raises(ValueError, match="f16_stage=True"):
-        GluonKernel(spec, 64, f16_stage=True)
