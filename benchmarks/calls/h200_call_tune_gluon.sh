@@ -6,8 +6,8 @@
 # What it shows: that Gluon trials run through the tuner (compile constraint, parallel JIT warm-up, the
 # measurer's check), and how its winners compare with the shipped entries (a winner within ~2% of its seed is
 # the same config re-measured). Its table stays under $OUT (never merged by this call).
-# Session 27: two studies instead of three (model1 H=64 T=16 dropped) to make room for stream_check.py, the GPU
-# check of the per-stream workspaces and of graphs captured on a stream no eager call ran on.
+# Session 27: two studies instead of three (model1 H=64 T=16 dropped). Session 28: ready_fence and stream_check.py
+# ran in call 1 (h200_call_s28a.sh) and left this call; each study 120 s, 8 trials.
 #   bash benchmarks/calls/h200_call_tune_gluon.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
@@ -16,7 +16,7 @@ check_tables
 mkdir -p "$OUT/tables"
 for row in "fp8 16 256" "bf16 128 1"; do
   set -- $row
-  timeout 140 python3 -m sparsemla.cli tune --formats "$1" --heads "$2" --tokens "$3" --trials 10 --parallel 6 \
+  timeout 120 python3 -m sparsemla.cli tune --formats "$1" --heads "$2" --tokens "$3" --trials 8 --parallel 6 \
     --gpu NVIDIA_TUNE_CHECK --out "$OUT/tables" --storage "$OUT/tune.journal" > "$OUT/tune_$1_h$2_t$3.log" 2>&1
   echo "== tune $1 H=$2 T=$3 rc=$?"; grep -c "us |" "$OUT/tune_$1_h$2_t$3.log"; tail -2 "$OUT/tune_$1_h$2_t$3.log" | cut -c1-200
 done
@@ -33,12 +33,4 @@ for key, buckets in sorted(new.items()):
         print(f"| {key} | {b} | {config_label(e.config)} | {e.time_us:.2f} | "
               f"{config_label(s.config) if s else '-'} | {s.time_us if s and s.time_us else float('nan'):.2f} |")
 PY
-# Session 26 (prepared without a GPU): the narrow fp8 kernel without the computing group's redundant fence after each
-# READY wait (GluonKernel.ready_fence=False) against the shipped kernel, on the fp8 T=256 H=16 rows; timed
-# shipped, False, then True (the shipped kernel again, last: a pair's first is favoured, DEVELOPERS.md).
-timeout 150 python3 benchmarks/calls/gluon_variant.py ready_fence=False ready_fence=True \
-  --rows fp8:16:256,model1:16:256 > "$OUT/ready_fence.log" 2>&1
-echo "== gluon_variant ready_fence rc=$?"; grep "^|\|FAIL\|Error" "$OUT/ready_fence.log" | cut -c1-160
-timeout 90 python3 benchmarks/calls/stream_check.py > "$OUT/stream_check.log" 2>&1
-echo "== stream_check rc=$?"; grep "FAIL\|Error\|^|\|stream_check:" "$OUT/stream_check.log" | cut -c1-160
 pack_out
