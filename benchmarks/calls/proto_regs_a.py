@@ -10,14 +10,17 @@ feeds them to wgmma as its register operand A; only Q^T (18 KB, once) and P^T (2
 
 Layouts: a thread's A-operand elements are not contiguous in the row (pairs of columns 8 apart), so each operand's
 columns (S^T: the 576 score dims; O^T: the 512 output dims) are a bit permutation of the row's bytes chosen so that
-every thread loads 16 contiguous bytes (PERM_K, PERM_D below), and a reshape/permute turns the loaded tensor into the
+every thread loads 16 contiguous bytes (perm_k, perm_d below), and a reshape/permute turns the loaded tensor into the
 dot-operand layout without moving data (convert_layout(..., assert_trivial=True) proves it at compile time). Q's
 columns are stored permuted the same way; the output's rows are un-permuted when stored. The V^T operand is a second
-load of the same rows (from L1/L2) in the O^T distribution.
+read of the same rows in the O^T distribution (from L1/L2 in proto_fwd, from the cp.async stage in proto_staged).
 
 Scope of the prototype: fp8_e4m3 (one per-tensor scale, folded into the score scale and the output), d_qk 576,
-16 heads, one split (T=256 fills the H200 at two programs an SM), no sink, no LSE, no topk_length. If it reaches
-~0.7 of the copy ceiling, the template gets it as a variant.
+16 heads, one split (T=256 fills the H200 at two programs an SM), no sink, no LSE, no topk_length.
+
+Outcome (H200, session 28 calls 1-4; benchmarks/results/session28/README.md): correct in every variant (rel err
+1.9e-3 with bf16 operands, 6.7e-4 with fp16), but slower than the shipped kernel in all of them (best: staged by
+cp.async, fp16 operands, 161.0 us against 130.7): one warp group's serial chain a tile bounds it. Not adopted.
 
   python3 benchmarks/calls/proto_regs_a.py           (GPU: correctness, then timing beside the shipped kernel)
   python3 benchmarks/calls/proto_regs_a.py --compile (CPU: compile for sm_90a, print registers / spills / smem)
