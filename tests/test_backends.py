@@ -644,7 +644,6 @@ def test_threads_on_two_streams_launch_with_their_own_streams_workspace(monkeypa
     # Threads keep their own current streams. A thread binding its stream's workspace while another is between
     # its binding and its launch would hand that launch the wrong buffer: TritonLaunch.lock holds the binding
     # through the launch. Thread A pauses in its launch until B has bound its stream (or 0.5 s pass).
-
     from sparsemla.gen.gluon import SYNC_FLOATS
     call, want, launch = _prepared_split_k(monkeypatch, 13)
     streams = {"A": 1, "B": 2}
@@ -695,7 +694,7 @@ def test_a_graph_captured_on_a_stream_without_a_workspace_gets_buffers_of_its_ow
 
     def launching(*args):  # the buffer the launch writes: its counters zeroed; held by a weak reference only
         assert bool((launch.ws_buf[:SYNC_FLOATS] == 0).all())
-        bufs.append((weakref.ref(launch.ws_buf), launch.ws_buf.data_ptr()))
+        bufs.append(weakref.ref(launch.ws_buf))
         run(*args)
 
     monkeypatch.setattr(launch, "_launch", launching)
@@ -704,7 +703,7 @@ def test_a_graph_captured_on_a_stream_without_a_workspace_gets_buffers_of_its_ow
         # Nothing keeps it past the call: torch.compile's CUDA-graph trees refuse a tensor in their pool that
         # outlives the call without being one of its outputs (H200, session 28).
         gc.collect()
-        assert bufs[-1][0]() is None and launch.ws_buf is None and launch.parts is None
+        assert bufs[-1]() is None and launch.ws_buf is None and launch.parts is None
     assert (torch.device("cpu"), 3) not in triton_backend._workspaces
     monkeypatch.setattr(triton_backend, "capturing", lambda device: False)
     assert rel_err(call(), want) < 2e-3  # eager again: the stream's own workspace
