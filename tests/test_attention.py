@@ -144,6 +144,29 @@ def test_extra_cache_as_two_launches(kv_format, d_qk, page, x_page, monkeypatch)
     assert (main.topk, main.extra_topk, main.has_sink, extra.topk, extra.page_size) == \
         (topk, 0, False, xtopk, x_page or 1)
     assert (out[:, 0] == 0).all()  # a +inf sink takes all the weight
+    # Captured on a stream without a workspace (as torch.compile's CUDA-graph trees do): each part writes into a
+    # buffer of its own, and none is kept past the call (the trees refuse a tensor in their pool that outlives it).
+    import gc
+    import weakref
+    (prepared,) = api._calls.values()
+    monkeypatch.setattr(triton_backend, "capturing", lambda device: True)
+    held = []
+    for part in (prepared.launch.main, prepared.launch.extra):
+        part.stream_fn = lambda index: 7  # a stream no call ran on
+        run = part._launch
+
+        def launching(*args, part=part, run=run):
+            held.append(weakref.ref(part.ws_buf))
+            run(*args)
+
+        monkeypatch.setattr(part, "_launch", launching)
+    out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, kv_format=kv_format, topk_length=tlen,
+                                    attn_sink=sink, extra_kv_cache=xcache, extra_indices=xidx,
+                                    extra_topk_length=xlen, return_lse=True, backend="triton", **kw)
+    _check(out, lse, ref_out, ref_lse, torch.float16, empty_rows=(3,))
+    gc.collect()
+    assert len(held) == 2 and all(ref() is None for ref in held)
+    assert (torch.device("cpu"), 7) not in triton_backend._workspaces
 
 
 def test_paged_auto_cache_with_permuted_pages_and_small_dims():
