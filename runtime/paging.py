@@ -326,7 +326,9 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
         key = (dev, buffer_tag)
         out = _split_buffers.get(key)
         if out is None or tuple(out.shape) != shape or out.dtype != src_pages.dtype:
-            out = torch.zeros(shape, dtype=src_pages.dtype, device=dev)
+            # (kept across calls: outside any graph's pool, see launch.kept_buffer, unless a capture makes it)
+            out = (torch.zeros(shape, dtype=src_pages.dtype, device=dev) if capturing(dev)
+                   else kept_buffer(shape, src_pages.dtype, dev, zero=True))
             _split_buffers[key] = out
             full = True  # a new buffer holds nothing yet: convert every page once
     else:
