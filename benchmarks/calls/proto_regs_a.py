@@ -107,6 +107,100 @@ def _perm_d(m):
     return ((m >> 3) & 1) | (((m >> 6) & 1) << 1) | ((m & 7) << 2) | (((m >> 4) & 3) << 5)
 
 
+# Load layouts: the dot operand's, with a thread's register bits of K (S^T) or M (O^T) as the low bits of the address,
+# in order, so each thread's 16 (S^T) or 4 (a quarter of O^T) bytes of a row are contiguous.
+XS_L = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [8, 0], [0, 64]],
+    lane_bases=[[0, 16], [0, 32], [1, 0], [2, 0], [4, 0]], warp_bases=[[16, 0], [32, 0]], block_bases=[],
+    shape=[64, 128]))
+XR_L = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [8, 0]],
+    lane_bases=[[0, 16], [0, 32], [1, 0], [2, 0], [4, 0]], warp_bases=[[16, 0], [32, 0]], block_bases=[],
+    shape=[64, 64]))
+XV_L = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[1, 0], [2, 0], [0, 1], [0, 8], [0, 16], [0, 32]],
+    lane_bases=[[0, 2], [0, 4], [4, 0], [8, 0], [16, 0]], warp_bases=[[32, 0], [64, 0]], block_bases=[],
+    shape=[128, 64]))
+# V16: V^T's 512 dims loaded at once, 16 contiguous bytes a thread (4 register bits of the dim), then split into the
+# quarters along two of those bits (free: a split within registers): a quarter's dims are (dl & 3) | q << 2 |
+# (dl >> 2) << 4 for its load-order dim dl.
+XW_L = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[1, 0], [2, 0], [4, 0], [8, 0], [0, 1], [0, 8], [0, 16], [0, 32]],
+    lane_bases=[[0, 2], [0, 4], [16, 0], [32, 0], [64, 0]], warp_bases=[[128, 0], [256, 0]], block_bases=[],
+    shape=[512, 64]))
+
+
+@gluon.jit
+def _load_q_t(q, stride_qt, stride_qh, t, qn, qr, score_scale, BLOCK_H: gl.constexpr, F16: gl.constexpr,
+              CT: gl.constexpr):
+    """Q^T into shared memory, its columns in perm_k order (Q is read once); with F16 scaled by a power of two into
+    fp16's range (its largest |value| to [2^14, 2^15)). Returns the score scale with that scale undone."""
+    GQ: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GQ))
+    q_row = q + t * stride_qt + heads.to(gl.int64)[:, None] * stride_qh
+    k = gl.arange(0, D_NOPE_C, layout=gl.SliceLayout(0, GQ))
+    qv = gl.load(q_row + _perm_k(k)[None, :]).to(gl.float32)
+    kr = gl.arange(0, D_ROPE_C, layout=gl.SliceLayout(0, GQ))
+    qrv = gl.load(q_row + D_NOPE_C + _perm_k(kr)[None, :]).to(gl.float32)
+    if F16:
+        q_max = gl.maximum(gl.max(gl.max(gl.abs(qv), axis=1), axis=0), gl.max(gl.max(gl.abs(qrv), axis=1), axis=0))
+        q_scale = gl.where(q_max > 0, gl.exp2(14.0 - gl.floor(gl.log2(q_max))), 1.0)
+        qv = qv * q_scale
+        qrv = qrv * q_scale
+        score_scale = score_scale / q_scale
+    qn.store(qv.to(CT))
+    qr.store(qrv.to(CT))
+    fence_async_shared()
+    return score_scale
+
+
+@gluon.jit
+def _online_softmax(s, m_i, l_i):
+    """One tile's masked scores s [keys, heads] -> (P, the running output's rescale, the new max, the new sum)."""
+    m_new = gl.maximum(m_i, gl.max(s, axis=0))
+    m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = gl.exp2(m_i - m_use)
+    p = gl.exp2(s - m_use[None, :])
+    return p, alpha, m_new, l_i * alpha + gl.sum(p, axis=0)
+
+
+@gluon.jit
+def _quarters(vw):
+    """V^T's 512 dims as loaded in XW_L -> its four quarters [128, keys] (splits within registers)."""
+    vw = gl.permute(gl.reshape(vw, [32, 2, 2, 4, BLOCK_N_C]), (0, 3, 4, 1, 2))  # (d8..d4, d1 d0, key, d3, d2)
+    va, vb = gl.split(vw)  # d2 = 0, 1
+    v0, v2 = gl.split(va)  # d3 = 0, 1
+    v1, v3 = gl.split(vb)
+    return (gl.reshape(v0, [128, BLOCK_N_C]), gl.reshape(v1, [128, BLOCK_N_C]), gl.reshape(v2, [128, BLOCK_N_C]),
+            gl.reshape(v3, [128, BLOCK_N_C]))
+
+
+@gluon.jit
+def _pv(v0, v1, v2, v3, pt, acc0, acc1, acc2, acc3, alpha, A_L: gl.constexpr, CT: gl.constexpr):
+    """O^T += V^T P^T after rescaling by alpha, a quarter of the dims at a time, at most two wgmmas in flight."""
+    acc0 = warpgroup_mma(_v_operand(v0, A_L, CT), pt, acc0 * alpha[None, :], is_async=True)
+    acc1 = warpgroup_mma(_v_operand(v1, A_L, CT), pt, acc1 * alpha[None, :], is_async=True)
+    acc0 = warpgroup_mma_wait(1, deps=[acc0])
+    acc2 = warpgroup_mma(_v_operand(v2, A_L, CT), pt, acc2 * alpha[None, :], is_async=True)
+    acc1 = warpgroup_mma_wait(1, deps=[acc1])
+    acc3 = warpgroup_mma(_v_operand(v3, A_L, CT), pt, acc3 * alpha[None, :], is_async=True)
+    acc2, acc3 = warpgroup_mma_wait(0, deps=[acc2, acc3])
+    return acc0, acc1, acc2, acc3
+
+
+@gluon.jit
+def _store_out(out, stride_ot, stride_oh, t, acc0, acc1, acc2, acc3, l_i, out_scale, BLOCK_H: gl.constexpr,
+               S_L: gl.constexpr, V16: gl.constexpr):
+    """O = O^T / l (times the output scale) into out's rows, dims un-permuted; a row with nothing valid is 0."""
+    inv = gl.where(l_i > 0, out_scale / l_i, 0.0)
+    hs = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, S_L))
+    o_row = out + t * stride_ot + hs.to(gl.int64)[None, :] * stride_oh
+    _store_quarter(o_row, acc0, inv, 0, gl.SliceLayout(1, S_L), V16)
+    _store_quarter(o_row, acc1, inv, 1, gl.SliceLayout(1, S_L), V16)
+    _store_quarter(o_row, acc2, inv, 2, gl.SliceLayout(1, S_L), V16)
+    _store_quarter(o_row, acc3, inv, 3, gl.SliceLayout(1, S_L), V16)
+
+
 @gluon.jit
 def _store_quarter(o_row, acc, inv, Q: gl.constexpr, ROWS: gl.constexpr, V16: gl.constexpr):
     dl = _perm_d(gl.arange(0, 128, layout=ROWS))
@@ -124,27 +218,6 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
     t = gl.program_id(0).to(gl.int64)
     S_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_H, 16])
     A_L: gl.constexpr = gl.DotOperandLayout(0, S_L, 2)
-    # Load layouts: the dot operand's, with a thread's register bits of K (S^T) or M (O^T) as the low bits of
-    # the address, in order, so each thread's 16 (S^T) or 4 (a quarter of O^T) bytes of a row are contiguous.
-    XS_L: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [8, 0], [0, 64]],
-        lane_bases=[[0, 16], [0, 32], [1, 0], [2, 0], [4, 0]], warp_bases=[[16, 0], [32, 0]], block_bases=[],
-        shape=[64, 128])
-    XR_L: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [8, 0]],
-        lane_bases=[[0, 16], [0, 32], [1, 0], [2, 0], [4, 0]], warp_bases=[[16, 0], [32, 0]], block_bases=[],
-        shape=[64, 64])
-    XV_L: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[1, 0], [2, 0], [0, 1], [0, 8], [0, 16], [0, 32]],
-        lane_bases=[[0, 2], [0, 4], [4, 0], [8, 0], [16, 0]], warp_bases=[[32, 0], [64, 0]], block_bases=[],
-        shape=[128, 64])
-    # V16: V^T's 512 dims loaded at once, 16 contiguous bytes a thread (4 register bits of the dim), then split
-    # into the quarters along two of those bits (free: a split within registers): a quarter's dims are
-    # (dl & 3) | q << 2 | (dl >> 2) << 4 for its load-order dim dl.
-    XW_L: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[1, 0], [2, 0], [4, 0], [8, 0], [0, 1], [0, 8], [0, 16], [0, 32]],
-        lane_bases=[[0, 2], [0, 4], [16, 0], [32, 0], [64, 0]], warp_bases=[[128, 0], [256, 0]], block_bases=[],
-        shape=[512, 64])
     KEYS: gl.constexpr = gl.SliceLayout(1, S_L)
     HEADS: gl.constexpr = gl.SliceLayout(0, S_L)
 
@@ -155,23 +228,7 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
     qn = gl.allocate_shared_memory(CT, [BLOCK_H, D_NOPE_C], SW)
     qr = gl.allocate_shared_memory(CT, [BLOCK_H, D_ROPE_C], SW)
     pt = gl.allocate_shared_memory(CT, [BLOCK_N_C, BLOCK_H], gl.NVMMASharedLayout.get_default_for([BLOCK_N_C, BLOCK_H], CT))
-    # Q^T, its columns in perm_k order (Q is read once).
-    GQ: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
-    heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GQ))
-    q_row = q + t * stride_qt + heads.to(gl.int64)[:, None] * stride_qh
-    k = gl.arange(0, D_NOPE_C, layout=gl.SliceLayout(0, GQ))
-    qv = gl.load(q_row + _perm_k(k)[None, :]).to(gl.float32)
-    kr = gl.arange(0, D_ROPE_C, layout=gl.SliceLayout(0, GQ))
-    qrv = gl.load(q_row + D_NOPE_C + _perm_k(kr)[None, :]).to(gl.float32)
-    if F16:
-        q_max = gl.maximum(gl.max(gl.max(gl.abs(qv), axis=1), axis=0), gl.max(gl.max(gl.abs(qrv), axis=1), axis=0))
-        q_scale = gl.where(q_max > 0, gl.exp2(14.0 - gl.floor(gl.log2(q_max))), 1.0)
-        qv = qv * q_scale
-        qrv = qrv * q_scale
-        score_scale = score_scale / q_scale
-    qn.store(qv.to(CT))
-    qr.store(qrv.to(CT))
-    fence_async_shared()
+    score_scale = _load_q_t(q, stride_qt, stride_qh, t, qn, qr, score_scale, BLOCK_H, F16, CT)
     _barrier()
 
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, layout=HEADS)
@@ -227,15 +284,7 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
         if V16:
             row_w = gl.convert_layout(row, gl.SliceLayout(0, XW_L))
             ok_w = gl.convert_layout(ok, gl.SliceLayout(0, XW_L))
-            vw = gl.load(kv + row_w[None, :] + dims_w[:, None], mask=ok_w[None, :], other=0)
-            vw = gl.permute(gl.reshape(vw, [32, 2, 2, 4, BLOCK_N_C]), (0, 3, 4, 1, 2))  # (d8..d4, d1 d0, key, d3, d2)
-            va, vb = gl.split(vw)  # d2 = 0, 1
-            v0, v2 = gl.split(va)  # d3 = 0, 1
-            v1, v3 = gl.split(vb)
-            v0 = gl.reshape(v0, [128, BLOCK_N_C])
-            v1 = gl.reshape(v1, [128, BLOCK_N_C])
-            v2 = gl.reshape(v2, [128, BLOCK_N_C])
-            v3 = gl.reshape(v3, [128, BLOCK_N_C])
+            v0, v1, v2, v3 = _quarters(gl.load(kv + row_w[None, :] + dims_w[:, None], mask=ok_w[None, :], other=0))
         else:
             row_v = gl.convert_layout(row, gl.SliceLayout(0, XV_L))
             ok_v = gl.convert_layout(ok, gl.SliceLayout(0, XV_L))
@@ -247,29 +296,12 @@ def proto_fwd(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it
         s = warpgroup_mma_wait(0, deps=[s])
         ok_s = gl.convert_layout(ok, KEYS)
         s = gl.where(ok_s[:, None], s * score_scale, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, axis=0))
-        m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = gl.exp2(m_i - m_use)
-        p = gl.exp2(s - m_use[None, :])
-        l_i = l_i * alpha + gl.sum(p, axis=0)
-        m_i = m_new
+        p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i)
         pt.store(p.to(CT))
         fence_async_shared()
         _barrier()
-        acc0 = warpgroup_mma(_v_operand(v0, A_L, CT), pt, acc0 * alpha[None, :], is_async=True)
-        acc1 = warpgroup_mma(_v_operand(v1, A_L, CT), pt, acc1 * alpha[None, :], is_async=True)
-        acc0 = warpgroup_mma_wait(1, deps=[acc0])
-        acc2 = warpgroup_mma(_v_operand(v2, A_L, CT), pt, acc2 * alpha[None, :], is_async=True)
-        acc1 = warpgroup_mma_wait(1, deps=[acc1])
-        acc3 = warpgroup_mma(_v_operand(v3, A_L, CT), pt, acc3 * alpha[None, :], is_async=True)
-        acc2, acc3 = warpgroup_mma_wait(0, deps=[acc2, acc3])
-    inv = gl.where(l_i > 0, out_scale / l_i, 0.0)
-    hs = gl.arange(0, BLOCK_H, layout=HEADS)
-    o_row = out + t * stride_ot + hs.to(gl.int64)[None, :] * stride_oh
-    _store_quarter(o_row, acc0, inv, 0, KEYS, V16)
-    _store_quarter(o_row, acc1, inv, 1, KEYS, V16)
-    _store_quarter(o_row, acc2, inv, 2, KEYS, V16)
-    _store_quarter(o_row, acc3, inv, 3, KEYS, V16)
+        acc0, acc1, acc2, acc3 = _pv(v0, v1, v2, v3, pt, acc0, acc1, acc2, acc3, alpha, A_L, CT)
+    _store_out(out, stride_ot, stride_oh, t, acc0, acc1, acc2, acc3, l_i, out_scale, BLOCK_H, S_L, V16)
 
 
 @gluon.jit
@@ -296,22 +328,6 @@ def proto_staged(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride
     t = gl.program_id(0).to(gl.int64)
     S_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_H, 16])
     A_L: gl.constexpr = gl.DotOperandLayout(0, S_L, 2)
-    XS_L: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [8, 0], [0, 64]],
-        lane_bases=[[0, 16], [0, 32], [1, 0], [2, 0], [4, 0]], warp_bases=[[16, 0], [32, 0]], block_bases=[],
-        shape=[64, 128])
-    XR_L: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [8, 0]],
-        lane_bases=[[0, 16], [0, 32], [1, 0], [2, 0], [4, 0]], warp_bases=[[16, 0], [32, 0]], block_bases=[],
-        shape=[64, 64])
-    XV_L: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[1, 0], [2, 0], [0, 1], [0, 8], [0, 16], [0, 32]],
-        lane_bases=[[0, 2], [0, 4], [4, 0], [8, 0], [16, 0]], warp_bases=[[32, 0], [64, 0]], block_bases=[],
-        shape=[128, 64])
-    XW_L: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[1, 0], [2, 0], [4, 0], [8, 0], [0, 1], [0, 8], [0, 16], [0, 32]],
-        lane_bases=[[0, 2], [0, 4], [16, 0], [32, 0], [64, 0]], warp_bases=[[128, 0], [256, 0]], block_bases=[],
-        shape=[512, 64])
     KEYS: gl.constexpr = gl.SliceLayout(1, S_L)
     HEADS: gl.constexpr = gl.SliceLayout(0, S_L)
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [16, 2], [4, 1], [1, 0])  # cp.async: 16 B a thread, 2 per row
@@ -334,22 +350,7 @@ def proto_staged(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride
                 TOPK, GC, BIAS_L)
         async_copy.commit_group()
 
-    GQ: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
-    heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GQ))
-    q_row = q + t * stride_qt + heads.to(gl.int64)[:, None] * stride_qh
-    k = gl.arange(0, D_NOPE_C, layout=gl.SliceLayout(0, GQ))
-    qv = gl.load(q_row + _perm_k(k)[None, :]).to(gl.float32)
-    kr = gl.arange(0, D_ROPE_C, layout=gl.SliceLayout(0, GQ))
-    qrv = gl.load(q_row + D_NOPE_C + _perm_k(kr)[None, :]).to(gl.float32)
-    if F16:
-        q_max = gl.maximum(gl.max(gl.max(gl.abs(qv), axis=1), axis=0), gl.max(gl.max(gl.abs(qrv), axis=1), axis=0))
-        q_scale = gl.where(q_max > 0, gl.exp2(14.0 - gl.floor(gl.log2(q_max))), 1.0)
-        qv = qv * q_scale
-        qrv = qrv * q_scale
-        score_scale = score_scale / q_scale
-    qn.store(qv.to(CT))
-    qr.store(qrv.to(CT))
-    fence_async_shared()
+    score_scale = _load_q_t(q, stride_qt, stride_qh, t, qn, qr, score_scale, BLOCK_H, F16, CT)
 
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, layout=HEADS)
     l_i = gl.zeros([BLOCK_H], gl.float32, layout=HEADS)
@@ -382,45 +383,20 @@ def proto_staged(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride
         s = warpgroup_mma(_s_operand(kr8.index(stage).load(XR_L), 64, A_L, CT), qr.permute((1, 0)), s, is_async=True)
         s = warpgroup_mma_wait(0, deps=[s])
         s = s * score_scale + bias.index(stage).load(KEYS)[:, None]
-        m_new = gl.maximum(m_i, gl.max(s, axis=0))
-        m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = gl.exp2(m_i - m_use)
-        p = gl.exp2(s - m_use[None, :])
-        l_i = l_i * alpha + gl.sum(p, axis=0)
-        m_i = m_new
+        p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i)
         pt.store(p.to(CT))
         fence_async_shared()
         _barrier()
         if V16:
-            vw = kst.permute((1, 0)).load(XW_L)
-            vw = gl.permute(gl.reshape(vw, [32, 2, 2, 4, BLOCK_N_C]), (0, 3, 4, 1, 2))
-            va, vb = gl.split(vw)
-            v0, v2 = gl.split(va)
-            v1, v3 = gl.split(vb)
-            v0 = gl.reshape(v0, [128, BLOCK_N_C])
-            v1 = gl.reshape(v1, [128, BLOCK_N_C])
-            v2 = gl.reshape(v2, [128, BLOCK_N_C])
-            v3 = gl.reshape(v3, [128, BLOCK_N_C])
+            v0, v1, v2, v3 = _quarters(kst.permute((1, 0)).load(XW_L))
         else:
             v0 = kst.slice(0, 128, dim=1).permute((1, 0)).load(XV_L)
             v1 = kst.slice(128, 128, dim=1).permute((1, 0)).load(XV_L)
             v2 = kst.slice(256, 128, dim=1).permute((1, 0)).load(XV_L)
             v3 = kst.slice(384, 128, dim=1).permute((1, 0)).load(XV_L)
-        acc0 = warpgroup_mma(_v_operand(v0, A_L, CT), pt, acc0 * alpha[None, :], is_async=True)
-        acc1 = warpgroup_mma(_v_operand(v1, A_L, CT), pt, acc1 * alpha[None, :], is_async=True)
-        acc0 = warpgroup_mma_wait(1, deps=[acc0])
-        acc2 = warpgroup_mma(_v_operand(v2, A_L, CT), pt, acc2 * alpha[None, :], is_async=True)
-        acc1 = warpgroup_mma_wait(1, deps=[acc1])
-        acc3 = warpgroup_mma(_v_operand(v3, A_L, CT), pt, acc3 * alpha[None, :], is_async=True)
-        acc2, acc3 = warpgroup_mma_wait(0, deps=[acc2, acc3])
+        acc0, acc1, acc2, acc3 = _pv(v0, v1, v2, v3, pt, acc0, acc1, acc2, acc3, alpha, A_L, CT)
     async_copy.wait_group(0)
-    inv = gl.where(l_i > 0, out_scale / l_i, 0.0)
-    hs = gl.arange(0, BLOCK_H, layout=HEADS)
-    o_row = out + t * stride_ot + hs.to(gl.int64)[None, :] * stride_oh
-    _store_quarter(o_row, acc0, inv, 0, KEYS, V16)
-    _store_quarter(o_row, acc1, inv, 1, KEYS, V16)
-    _store_quarter(o_row, acc2, inv, 2, KEYS, V16)
-    _store_quarter(o_row, acc3, inv, 3, KEYS, V16)
+    _store_out(out, stride_ot, stride_oh, t, acc0, acc1, acc2, acc3, l_i, out_scale, BLOCK_H, S_L, V16)
 
 
 def launch_staged(q, cache_u8, idx, out, sm_scale, kv_scale, stages=2, f16=True, v16=True):
@@ -454,7 +430,7 @@ def compile_only(f16: bool, v16: bool, stages: int = 0) -> int:
     k = triton.compile(gluon._runtime.GluonASTSource(fn, sig, consts, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     ptx = k.asm["ptx"]
-    open("/tmp/proto_regs_a.ptx", "w").write(ptx)
+    open(f"/tmp/proto_regs_a_{int(f16)}{int(v16)}{stages}.ptx", "w").write(ptx)
     open("/tmp/proto_regs_a.cubin", "wb").write(k.asm["cubin"])
     import re
     from sparsemla.gen.compile_check import _ptxas_resources
