@@ -68,7 +68,8 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     if 64 in space["block_h"] and 8 in space["num_warps"]:
         space["p_exchange"] = [False, True]
     # (not with an extra cache: its Gluon launch, correct on the H200 since session 27, takes the main list's tuned
-    # entry by rule, triton_backend.extra_gluon, so a study of the combined spec would tune what no call runs)
+    # entry by rule, triton_backend.extra_gluon, and the other such calls run as PartsLaunch, each cache with its
+    # own entry; a Gluon entry for the combined spec would not be what a call runs by default)
     if a.name == "sm90" and not unsupported(replace(spec, arch=a.name)) and not spec.extra_topk:
         space["gluon"] = [False, True]
         if spec.kv_format != "auto" and min(space["block_h"]) < 64:
