@@ -166,3 +166,26 @@ def test_inductor_compiles_around_the_operator():
     want = f(q, idx)
     torch.testing.assert_close(got[0], want[0], rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(got[1], want[1], rtol=1e-6, atol=1e-6)
+
+
+def test_a_call_of_the_operator_runs_no_python_layer_of_torch_library(monkeypatch):
+    # torch.library.custom_op wraps a mutating operator's every call in Python layers (torch/_library/)
+    # that cost ~120 us with this schema, paid per run of a compiled graph; the operator must not have them.
+    import sys
+
+    from sparsemla.runtime import api
+    calls = []
+    monkeypatch.setattr(api, "sparse_mla", lambda q, *a, out, **k: (out, torch.zeros(q.shape[:2])))
+    q, out = torch.randn(2, 16, 576), torch.empty(2, 16, 512)
+    args = (q, torch.randn(8, 576), torch.zeros(2, 4, dtype=torch.int32), out, 0.1, "auto", 512, True, "auto",
+            None, None, None, None, None, None, None, None, None, None, None, None)
+    version = out._version
+    sys.setprofile(lambda frame, event, arg: calls.append(frame.f_code.co_filename) if event == "call" else None)
+    try:
+        lse = OP.default(*args)
+    finally:
+        sys.setprofile(None)
+    assert lse.shape == (2, 16) and out._version > version  # ran, and told autograd that out changed
+    from sparsemla.runtime import ops
+    assert ops.__file__ in calls
+    assert not [f for f in calls if "_library" in f.replace("\\", "/").split("torch/")[-1]], calls
