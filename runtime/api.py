@@ -69,6 +69,25 @@ def _log_choice(spec: KernelSpec, backend: str) -> None:
         log.info("sparsemla: %s runs on backend %r", spec.key, backend)
 
 
+def _nonempty_lists(indices, topk_length, extra_indices, extra_topk_length):
+    """The lists a kernel runs when one is zero-width (an engine's empty compressed list, say), and whether
+    the main and extra caches trade places: an empty extra list is no extra cache, and an empty main list
+    beside a non-empty extra one trades places with it (the attention is over the union of both sets; each
+    cache keeps its own page size and scale). A main list still zero-width means every row is empty."""
+    if extra_indices is not None and extra_indices.shape[1] == 0:
+        extra_indices = extra_topk_length = None
+    if indices.shape[1] == 0 and extra_indices is not None:
+        return (extra_indices, extra_topk_length, None, None), True
+    return (indices, topk_length, extra_indices, extra_topk_length), False
+
+
+def _empty_rows(out, lse) -> None:
+    """What a call with no slot at all writes: output 0, LSE +inf (FlashMLA's convention)."""
+    out.zero_()
+    if lse is not None:
+        lse.fill_(float("inf"))
+
+
 class _Prepared:
     """A validated call signature of the Triton path: its spec, config (a PartsLaunch's: one per part), cache
     views and launch.
@@ -78,15 +97,19 @@ class _Prepared:
     """
 
     __slots__ = ("spec", "config", "view", "extra_view", "launch", "check_indices", "return_lse",
-                 "out_shape", "dtype", "device", "cache_refs")
+                 "out_shape", "dtype", "device", "cache_refs", "rearranged")
 
-    def __init__(self, spec, config, view, extra_view, launch, check_indices, out):
+    def __init__(self, spec, config, view, extra_view, launch, check_indices, out, rearranged=False):
         self.spec, self.config, self.view, self.extra_view, self.launch = spec, config, view, extra_view, launch
         self.check_indices, self.return_lse = check_indices, spec.return_lse
         self.out_shape, self.dtype, self.device = out.shape, out.dtype, out.device
         self.cache_refs = ()
+        self.rearranged = rearranged  # a list was zero-width: the launch takes _nonempty_lists's
 
     def __call__(self, q, indices, sm_scale, out, topk_length, attn_sink, extra_indices, extra_topk_length):
+        if self.rearranged:
+            (indices, topk_length, extra_indices, extra_topk_length), _ = _nonempty_lists(
+                indices, topk_length, extra_indices, extra_topk_length)
         if self.check_indices:
             _check_index_range("indices", indices, self.view.num_slots)
             if self.extra_view is not None:
@@ -171,7 +194,8 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     """Sparse MLA attention: each query token attends to its own selected KV slots.
 
     q: [T, H, d_qk] bf16/fp16 (fp32 for tests); kv_cache: see ``kv_format``; indices:
-    [T, topk] int32 global slot ids (``page * page_size + offset``), -1 = skip.
+    [T, topk] int32 global slot ids (``page * page_size + offset``), -1 = skip; topk (and an extra
+    cache's) may be 0.
     Returns [T, H, d_v] in q's dtype, or (out, lse) with lse [T, H] float32 (natural log,
     without the sink, +inf for a row with nothing valid, whose output is 0).
     ``check_indices`` (default: on for CPU tensors) raises on slot ids past the cache; the
@@ -279,6 +303,13 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         if xview is not None:
             _check_index_range("extra_indices", extra_indices, xview.num_slots)
 
+    rearranged = indices.shape[1] == 0 or (xview is not None and extra_indices.shape[1] == 0)
+    if rearranged:
+        (indices, topk_length, extra_indices, extra_topk_length), swapped = _nonempty_lists(
+            indices, topk_length, extra_indices, extra_topk_length)
+        view, xview = (xview, None) if swapped else (view, None if extra_indices is None else xview)
+        topk = indices.shape[1]
+
     if backend == "auto":
         backend = _forced_backend() or ("auto" if dev.type == "cuda" else "torch")
     if backend == "auto" and config is not None:
@@ -303,6 +334,9 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     if backend == "triton" and dev.type != "cuda" and not interpreting():
         raise ValueError(f"backend='triton' on a {dev.type} tensor needs TRITON_INTERPRET=1 "
                          f"(Triton's interpreter); use backend='torch' or a CUDA tensor")
+    if topk == 0:  # no list has a slot: nothing to launch
+        _empty_rows(out, lse)
+        return (out, lse) if return_lse else out
     if compute_dtype is None:
         # bf16 tl.dot is wrong in Triton's interpreter (triton#11584): compute in fp32 there.
         compute_dtype = "fp32" if (q.dtype == torch.float32 or (dev.type != "cuda" and q.dtype == torch.bfloat16)) \
@@ -372,6 +406,6 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         launch = launched(cfg)
     if key is not None and not isinstance(kv_scale, torch.Tensor) and not isinstance(extra_kv_scale, torch.Tensor):
         # (a tensor kv_scale would be keyed by identity, but its value may change in place)
-        _remember(key, _Prepared(spec, cfg, view, xview, launch, check_indices, out),
+        _remember(key, _Prepared(spec, cfg, view, xview, launch, check_indices, out, rearranged),
                   [c for c in (kv_cache, extra_kv_cache) if c is not None])
     return (out, lse) if return_lse else out
