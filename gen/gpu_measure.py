@@ -14,7 +14,11 @@ first and last tokens above the tolerance (2e-2 for bf16), is a failure.
 Time: CUDA-graph replay of many calls over rotating (q, indices) sets on a 262,144-slot
 cache, enough sets that the KV they gather exceeds ~100 MB (more than L2), median of
 repeats, per call. ``compare`` times the best config and the runtime's FlashInfer backend
-(optional, imported only there) the same way, so the table can name the faster backend.
+(optional, imported only there), checked first, so the table can name the faster backend. It times
+both as eager calls (do_bench): that backend cannot be captured on SM90 (its plan() reads the valid
+counts on the host, one sync a call), so a call's whole cost is what a caller would pay for it, host
+work included (bf16 T=1 H=128 on the H200: ~518 us, where the suite's graph replay of FlashInfer's
+kernel alone gives ~16 us).
 
 ``python -m sparsemla.gen.gpu_measure '{"spec": KEY, "config": {...}, "num_tokens": T}'``
 runs one measurement in-process and prints it as JSON (for a person debugging a config).
