@@ -60,11 +60,30 @@ def attention_template_hash() -> str:
 
 
 def cache_dir() -> Path:
+    """Where rendered modules go (``gen/``; the tuner's files sit beside it): SPARSEMLA_CACHE_DIR, else
+    the user's cache folder, else (a read-only home, as in some serving containers) a temporary folder."""
     root = os.environ.get("SPARSEMLA_CACHE_DIR")
-    if root:
-        return Path(root) / "gen"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "sparsemla" / "gen"
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "sparsemla")
+    return _writable(root) / "gen"
+
+
+@lru_cache(maxsize=None)
+def _writable(root: str) -> Path:
+    """``root`` if it can be created and written, else a per-user temporary folder (reported once)."""
+    try:
+        os.makedirs(root, exist_ok=True)
+        if os.access(root, os.W_OK | os.X_OK):
+            return Path(root)
+        why = "not writable"
+    except OSError as e:
+        why = str(e)
+    user = os.getuid() if hasattr(os, "getuid") else "user"
+    fallback = Path(tempfile.gettempdir()) / f"sparsemla-{user}"
+    log.warning("sparsemla: cache folder %s is unusable (%s); using %s (set SPARSEMLA_CACHE_DIR to choose one)",
+                root, why, fallback)
+    return fallback
 
 
 @dataclass(frozen=True)
@@ -188,20 +207,24 @@ def _import(spec, path: Path, suffix: str = ""):
 def load_module(spec):
     """Render (if not cached) and import the module for ``spec``; one import per process.
 
-    A cached file that fails to import or holds another spec is reported, rendered again
-    and replaced, never trusted.
+    A cached file that is not the rendering, fails to import or holds another spec is reported,
+    rendered again and replaced, never trusted.
     """
     if interpreting():
         from . import interpreter_compat
         interpreter_compat.patch()
-    path = module_path(spec)
+    src, digest = _rendered(spec)
+    path = cache_dir() / digest / f"{spec.module_name}.py"
     if path.exists():
-        try:
-            return _import(spec, path)
+        try:  # the rendering is at hand: a file that is not exactly it (cut short, edited) is not trusted
+            if path.read_text() == src:
+                return _import(spec, path)
+            problem = "its text is not the rendering"
         except Exception as e:
-            log.warning("sparsemla: cached module %s for %s is unusable (%s); rendering it again",
-                        path, spec.key, e)
-    atomic_write(path, _rendered(spec)[0])
+            problem = e
+        log.warning("sparsemla: cached module %s for %s is unusable (%s); rendering it again",
+                    path, spec.key, problem)
+    atomic_write(path, src)
     try:
         return _import(spec, path)
     except Exception as e:

@@ -60,6 +60,26 @@ def test_render_is_cached_atomically_and_a_bad_cached_file_is_replaced(tmp_path,
     with caplog.at_level("WARNING", logger="sparsemla"):
         mod = render.load_module(spec)
     assert mod.SPEC_KEY == spec.key and "unusable" in caplog.text
+    path.write_text(src + "\nEDITED = 1\n")  # imports and holds the spec, but is not the rendering
+    render.load_module.cache_clear()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="sparsemla"):
+        mod = render.load_module(spec)
+    assert not hasattr(mod, "EDITED") and "not the rendering" in caplog.text and path.read_text() == src
+    render.load_module.cache_clear()
+
+
+def test_an_unwritable_cache_folder_falls_back_to_a_temporary_one(tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("SPARSEMLA_CACHE_DIR", str(blocker / "cache"))  # under a file: cannot be made
+    monkeypatch.setattr(render.tempfile, "tempdir", str(tmp_path / "tmp"))
+    spec = KernelSpec(num_heads=8, topk=32)
+    render.load_module.cache_clear()
+    with caplog.at_level("WARNING", logger="sparsemla"):
+        mod = render.load_module(spec)
+    assert mod.SPEC_KEY == spec.key and "unusable" in caplog.text and "SPARSEMLA_CACHE_DIR" in caplog.text
+    assert str(render.module_path(spec)).startswith(str(tmp_path / "tmp"))
     render.load_module.cache_clear()
 
 
