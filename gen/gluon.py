@@ -144,6 +144,9 @@ class GluonKernel:
     # A bf16 stage arrives by cp.async and needs it; an fp8 stage is stored by group C, which fences its own stores
     # before it arrives, so False drops a redundant fence (session 26; timed in session 28: no gain in three rows).
     ready_fence: bool = True
+    # The narrow kernel with two stages issues S of tile j + 1 before tile j's softmax (FA3's overlap inside one warp
+    # group: the softmax runs while the tensor cores compute the next S). Session 29, compile-checked only.
+    s_ahead: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -182,6 +185,10 @@ class GluonKernel:
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
+        if self.s_ahead and (not self.narrow or self.stages != 2):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, stages={self.stages}, "
+                             "s_ahead=True: expected block_h 16 or 32 and two stages (the next tile's S reads the "
+                             "other stage)")
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False) -> "GluonKernel":
@@ -200,7 +207,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out),
-                 ("nrf", not self.ready_fence),
+                 ("nrf", not self.ready_fence), ("sa", self.s_ahead),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -217,4 +224,4 @@ class GluonKernel:
                     block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
-                    ready_fence=self.ready_fence, profile=self.profile, sync_floats=SYNC_FLOATS)
+                    ready_fence=self.ready_fence, s_ahead=self.s_ahead, profile=self.profile, sync_floats=SYNC_FLOATS)

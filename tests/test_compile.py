@@ -170,6 +170,16 @@ unit = GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16, profile=True)
 compiled = compile_module(load_compilable_module(unit), unit.spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90")
 out["auto h16 profile"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                                setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"))
+# the narrow kernel issuing the next tile's S before the softmax (GluonKernel.s_ahead, two stages)
+for fmt, kw, w in (("fp8_e4m3", dict(page_size=16), 12), ("auto", {}, 8)):
+    spec = KernelSpec(kv_format=fmt, num_heads=16, arch="sm90", has_sink=True, return_lse=True, **kw)
+    cfg = Config(16, 64, 1, w, 2, gluon=True)
+    for sa in (False, True):
+        compiled = compile_module(load_compilable_module(replace(GluonKernel.for_config(spec, cfg), s_ahead=sa)), spec,
+                                  cfg, "sm90")
+        out[f"{fmt} h16 s_ahead {sa}"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                                              setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"),
+                                              waits=compiled.asm["ptx"].count("wgmma.wait_group"))
 # the combine as a programmatic dependent (runtime/triton_backend._pdl): the Gluon kernel lets it launch
 # (griddepcontrol.launch_dependents), the combine waits for the grid (griddepcontrol.wait); off, neither
 import triton
@@ -290,6 +300,12 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
         off, on = counts[f"{fmt} h64 staged False"], counts[f"{fmt} h64 staged True"]
         assert on["STG128"] == 24 and off["STG128"] == 0 and on["STG"] == off["STG"] - 96 + 24, (fmt, off, on)
         assert on["shared"] == off["shared"], (fmt, off, on)
+    # s_ahead: tile 0's S issued before the loop (36 wgmmas over 512 + 64 columns) and one wait more after it; the
+    # loop's S wait moves to its top, so no wait comes between the next S and the softmax
+    for fmt in ("fp8_e4m3", "auto"):
+        off, on = counts[f"{fmt} h16 s_ahead False"], counts[f"{fmt} h16 s_ahead True"]
+        assert on["HGMMA"] == off["HGMMA"] + 36 and on["waits"] == off["waits"] + 1, (fmt, off, on)
+        assert on["STL"] <= off["STL"], (fmt, off, on)
     for bh in (64, 16):
         # Q by 16-byte cp.async in every kernel (one per thread per 1024 elements: the computing warp
         # group's 128 threads x 8); with a bf16 cache the gathers too

@@ -7,9 +7,11 @@ kernel (e.g. q_regs with the narrow kernel) is shown as "-".
 
   python3 benchmarks/calls/gluon_variant.py q_regs=4 p_regs=True q_regs=4+p_regs=True [--rows bf16:128:128,...]
   (on the GPU after `pip install .`; rows are FORMAT:H:T with FORMAT one of the suite's formats,
-  gen/suite.py's SUITE_FORMATS; default: the bf16 rows of issue 7 that trail FlashInfer)
+  gen/suite.py's SUITE_FORMATS, timing the H200 table's entry, or FORMAT:H:T:CONFIG timing that Gluon config,
+  e.g. fp8:16:256:h16.s1.w12.st2; default: the bf16 rows of issue 7 that trail FlashInfer)
 """
 import dataclasses
+import re
 import sys
 
 import torch
@@ -17,7 +19,7 @@ import torch
 import sparsemla.runtime.triton_backend as tb
 from sparsemla.gen.gluon import GluonKernel
 from sparsemla.gen.gpu_measure import _calls, _State, check, time_calls
-from sparsemla.gen.spec import KernelSpec, config_label
+from sparsemla.gen.spec import Config, KernelSpec, config_label
 from sparsemla.gen.suite import SUITE_FORMATS
 from sparsemla.runtime.api import clear_call_cache
 from sparsemla.runtime.dispatch import select_config
@@ -44,13 +46,22 @@ def with_fields(fields: dict | None):
     clear_call_cache()
 
 
+def row_config(text: str) -> Config:
+    """A Gluon config written hBLOCK_H.sSPLITS.wWARPS.stSTAGES (e.g. h16.s1.w12.st2; 64-key tiles)."""
+    m = re.fullmatch(r"h(\d+)\.s(\d+)\.w(\d+)\.st(\d+)", text)
+    if m is None:
+        raise ValueError(f"config {text!r}: expected hBLOCK_H.sSPLITS.wWARPS.stSTAGES, e.g. h16.s1.w12.st2")
+    block_h, splits, warps, stages = map(int, m.groups())
+    return Config(block_h, 64, splits, warps, stages, gluon=True)
+
+
 def shipped_gluon_entry(row: str, dev):
-    """(spec, T, config) of the H200 table's entry for row FORMAT:H:T, or None (printed) where that
-    entry is not a Gluon kernel."""
-    fmt, H, T = row.split(":")
+    """(spec, T, config) of row FORMAT:H:T (the H200 table's entry) or FORMAT:H:T:CONFIG (that config, see
+    row_config), or None (printed) where the table's entry is not a Gluon kernel."""
+    fmt, H, T, *given = row.split(":")
     kv_format, d_qk, page = SUITE_FORMATS[fmt]
     spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, num_heads=int(H), page_size=page)
-    cfg = select_config(spec, int(T), dev)
+    cfg = row_config(given[0]).check(spec) if given else select_config(spec, int(T), dev)
     if not cfg.gluon:
         print(f"{row}: the shipped entry ({config_label(cfg)}) is not a Gluon kernel; skipped", flush=True)
         return None
