@@ -3,8 +3,10 @@
 #  1. GluonKernel.s_ahead (compile-checked only): the narrow kernel with two stages issues tile j+1's S before tile
 #     j's softmax (FA3's overlap inside one warp group). benchmarks/calls/gluon_variant.py checks each row like a
 #     tuning trial and times it with and without, in one process. Rows: the T=1 H=128 target rows (their shipped
-#     h16 s16 st2 entries take it as they are), and issue 7's fp8 T=256 H=16 rows in two-stage configs beside
-#     their shipped one-stage entries (those print "-" for the variant: one stage cannot hold tile j+1).
+#     h16 s16 st2 entries take it as they are: two tiles a program, both filled up front, where it should gain),
+#     and issue 7's fp8 T=256 H=16 rows in two-stage configs beside their shipped one-stage entries (those print
+#     "-": one stage cannot hold tile j+1); there the next tile's fill must land right after the stage frees, so
+#     it may lose (DEVELOPERS.md).
 #  2. a zero-width list on the GPU's auto path (bf16, model1 and fp8 with an extra cache; tests/ check the CPU's).
 #  3. torch.compile (benchmarks/calls/compile_gpu.py, session 28's five rows, three modes): the operator is now a
 #     torch.library.Library definition (custom_op cost ~120 us of host time a call) and "reduce-overhead+static"

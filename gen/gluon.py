@@ -145,7 +145,9 @@ class GluonKernel:
     # before it arrives, so False drops a redundant fence (session 26; timed in session 28: no gain in three rows).
     ready_fence: bool = True
     # The narrow kernel with two stages issues S of tile j + 1 before tile j's softmax (FA3's overlap inside one warp
-    # group: the softmax runs while the tensor cores compute the next S). Session 29, compile-checked only.
+    # group: the softmax runs while the tensor cores compute the next S). Tile j + 1 then has to be in by the time
+    # tile j's S is done, where the plain loop waits for it a whole tile later: expected to pay only where a
+    # program's tiles are all filled up front (two tiles). Session 29, compile-checked only (DEVELOPERS.md).
     s_ahead: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
