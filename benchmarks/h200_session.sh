@@ -18,10 +18,10 @@ set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 check_tables
-ROWS="bf16:128:1,bf16_nope:128:1,fp8:16:128"
-ROWS="$ROWS,fp8:16:256,fp8:16:256:h16.s1.w12.st2,fp8:16:256:h16.s2.w12.st2,fp8:16:256:h16.s1.w8.st2"
-ROWS="$ROWS,model1:16:256,model1:16:256:h16.s1.w12.st2,fp8_ds_mla:16:256,fp8_ds_mla:16:256:h16.s1.w12.st2"
-ROWS="$ROWS,bf16:16:256,bf16:32:128"
+# (FORMAT:H:T: the table's entry; FORMAT:H:T:CONFIG that Gluon config) two tiles a program first, then four, then 32
+ROWS="bf16:128:1,bf16_nope:128:1,fp8:128:1,bf16:64:1,bf16:32:4,fp8:16:16,fp8:16:128"
+ROWS="$ROWS,fp8:16:256,fp8:16:256:h16.s1.w12.st2,fp8:16:256:h16.s2.w12.st2"
+ROWS="$ROWS,model1:16:256,model1:16:256:h16.s1.w12.st2,fp8_ds_mla:16:256,fp8_ds_mla:16:256:h16.s1.w12.st2,bf16:16:256"
 timeout 270 python3 benchmarks/calls/gluon_variant.py s_ahead=True --rows "$ROWS" > "$OUT/s_ahead.log" 2>&1
 echo "== s_ahead rc=$?"; grep -i "error\|Traceback" "$OUT/s_ahead.log" | head -5; sed -n '/^| format/,$p' "$OUT/s_ahead.log"
 timeout 60 python3 benchmarks/calls/zero_width_gpu.py > "$OUT/zero_width_gpu.log" 2>&1
