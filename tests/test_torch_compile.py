@@ -189,3 +189,15 @@ def test_a_call_of_the_operator_runs_no_python_layer_of_torch_library(monkeypatc
     from sparsemla.runtime import ops
     assert ops.__file__ in calls
     assert not [f for f in calls if "_library" in f.replace("\\", "/").split("torch/")[-1]], calls
+
+
+def test_the_compiled_operator_runs_under_inference_mode():
+    # Serving engines run under torch.inference_mode, whose tensors have no version counter to bump.
+    gen = torch.Generator().manual_seed(torch.seed())
+    q, cache, idx, kw, _ = _problem(gen)
+    with torch.inference_mode():
+        f = torch.compile(lambda q, idx: sparsemla.sparse_mla(q, cache, idx, sm_scale=0.05, return_lse=True, **kw),
+                          fullgraph=True, backend="aot_eager")
+        got, want = f(q, idx), sparsemla.sparse_mla(q, cache, idx, sm_scale=0.05, return_lse=True, **kw)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
