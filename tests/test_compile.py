@@ -245,6 +245,9 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
               Config(16, 64, 2, 8, 1, gluon=True), "sm90") for f, p in (("auto", 1), ("fp8_e4m3", 16))]
     jobs += [(KernelSpec(kv_format="model1", d_qk=512, num_heads=16, page_size=64, arch="sm90"),
               Config(16, 64, 1, 8, 1, gluon=True), "sm90")]
+    # 16 heads without rope in three stages (~215 KB: the loaders two tiles ahead)
+    jobs += [(KernelSpec(kv_format=f, d_qk=512, num_heads=16, page_size=p, arch="sm90", has_sink=True, return_lse=True),
+              Config(16, 64, 2, w, 3, gluon=True), "sm90") for f, p, w in (("model1", 64, 12), ("auto", 1, 8))]
     # with an extra cache of the same page size (SPARSEMLA_EXTRA_GLUON: its list's programs as more splits)
     jobs += [(KernelSpec(kv_format=f, d_qk=d, num_heads=h, page_size=p, arch="sm90", has_sink=True, return_lse=True,
                          extra_topk=128, extra_page_size=p), Config(bh, 64, s, 8, st, gluon=True), "sm90")
