@@ -9,8 +9,9 @@ warmed up on the tuner's rotating timing inputs, then one call on a set it has n
 clock cycles of the program's SM, and the spread of the programs' starts and ends (global timer, ns).
 The stamps cost a few cycles each; the outputs of the profile build are correct.
 
-  python3 benchmarks/calls/gluon_timeline.py [--rows bf16:128:1,fp8:16:256,bf16:128:128]
-  (on the GPU after `pip install .`)
+  python3 benchmarks/calls/gluon_timeline.py [--rows bf16:128:1,fp8:16:256,bf16:128:128] [--with s_ahead=True]
+  (on the GPU after `pip install .`; rows as gluon_variant.py takes them, FORMAT:H:T[:CONFIG]; --with sets more
+  GluonKernel fields, as gluon_variant.py's variants)
 """
 import os
 import sys
@@ -22,7 +23,7 @@ os.environ["SPARSEMLA_PERSISTENT"] = "0"  # (a profile build is never persistent
 import torch  # noqa: E402
 
 import sparsemla.runtime.triton_backend as tb  # noqa: E402
-from gluon_variant import shipped_gluon_entry, with_fields  # noqa: E402  (the script's folder)
+from gluon_variant import parse_variant, shipped_gluon_entry, with_fields  # noqa: E402  (the script's folder)
 from sparsemla.gen.gpu_measure import _calls, _State  # noqa: E402
 from sparsemla.gen.spec import KernelSpec, config_label  # noqa: E402
 
@@ -83,8 +84,9 @@ def report(row: str, spec: KernelSpec, cfg, module: str, st: torch.Tensor) -> st
 
 def main(argv: list[str]) -> None:
     rows = argv[argv.index("--rows") + 1] if "--rows" in argv else DEFAULT_ROWS
+    fields = parse_variant(argv[argv.index("--with") + 1]) if "--with" in argv else {}
     tb._Kernel.__init__ = _init_with_prof
-    with_fields({"profile": True})
+    with_fields({"profile": True, **fields})
     dev = torch.device("cuda")
     state = _State()
     for row in rows.split(","):
