@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import weakref
+from collections import OrderedDict
 
 import torch
 
@@ -121,10 +122,12 @@ class _Prepared:
         return (out, lse) if self.return_lse else out
 
 
-# Call signature (see sparse_mla) -> _Prepared. Emptied when full, and by dispatch.clear_cache
-# (a new tuned table may choose other configs).
-_CALLS_MAX = 1024
-_calls: dict = {}
+# Call signature (see sparse_mla) -> _Prepared, least recently used first. Bounded (~6 KB of host memory an entry):
+# an engine that calls eagerly, e.g. between piecewise CUDA graphs, with ~60 layers' caches and ~70 padded batch
+# sizes has ~4K signatures; past the bound the least recently used goes. Emptied by dispatch.clear_cache (a new
+# tuned table may choose other configs).
+_CALLS_MAX = 8192
+_calls: OrderedDict = OrderedDict()
 # Hits launch through the prepared TritonLaunch only while triton_backend.run_triton is this
 # function; a replaced one (tests, benchmarks' captures) sees every call.
 _run_triton = triton_backend.run_triton
@@ -144,8 +147,8 @@ def _remember(key, prepared: _Prepared, caches) -> None:
     cache (its ``_base``, for a view such as ``kv_cache[layer]``) drops the entry, and with it
     the memory, when the caller frees the cache.
     """
-    if len(_calls) >= _CALLS_MAX:
-        _calls.clear()
+    while len(_calls) >= _CALLS_MAX:
+        _calls.popitem(last=False)
     token = id(prepared)
 
     def forget(_ref, key=key, token=token):
@@ -246,6 +249,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         except Exception:  # not tensors, or unhashable options: the checks below report them
             key = prepared = None
         if prepared is not None and triton_backend.run_triton is _run_triton:
+            _calls.move_to_end(key)
             if not isinstance(sm_scale, (int, float)) or not sm_scale > 0:
                 raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float")
             return prepared(q, indices, sm_scale, out, topk_length, attn_sink, extra_indices, extra_topk_length)

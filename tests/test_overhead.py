@@ -233,12 +233,22 @@ def test_views_of_one_pool_hit_and_freed_caches_are_dropped(preparations):
     assert len(api._calls) == 0
 
 
-def test_calls_are_bounded(monkeypatch):
+def test_calls_are_bounded_and_the_least_recently_used_goes(monkeypatch, preparations):
     monkeypatch.setattr(api, "_CALLS_MAX", 3)
     cache, _, _, _ = _cpu_problem()
+    problems = {T: _cpu_problem(T=T)[2:] for T in range(1, 6)}
+    call = lambda T: sparsemla.sparse_mla(problems[T][0], cache, problems[T][1], sm_scale=0.05, backend="triton")
+    for T in (1, 2, 3, 1, 4):  # T=1 used again before T=4 comes: T=2 is the least recently used
+        call(T)
+        assert len(api._calls) <= 3
+    assert preparations[0] == 4
+    call(1)
+    call(3)
+    assert preparations[0] == 4  # still kept
+    call(2)
+    assert preparations[0] == 5  # prepared again
     for T in range(1, 6):
-        _, _, q, idx = _cpu_problem(T=T)
-        sparsemla.sparse_mla(q, cache, idx, sm_scale=0.05, backend="triton")
+        call(T)
         assert len(api._calls) <= 3
 
 
