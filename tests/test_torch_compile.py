@@ -173,7 +173,7 @@ def test_a_call_of_the_operator_runs_no_python_layer_of_torch_library(monkeypatc
     # that cost ~120 us with this schema, paid per run of a compiled graph; the operator must not have them.
     import sys
 
-    from sparsemla.runtime import api
+    from sparsemla.runtime import api, ops
     calls = []
     monkeypatch.setattr(api, "sparse_mla", lambda q, *a, out, **k: (out, torch.zeros(q.shape[:2])))
     q, out = torch.randn(2, 16, 576), torch.empty(2, 16, 512)
@@ -186,7 +186,6 @@ def test_a_call_of_the_operator_runs_no_python_layer_of_torch_library(monkeypatc
     finally:
         sys.setprofile(None)
     assert lse.shape == (2, 16) and out._version > version  # ran, and told autograd that out changed
-    from sparsemla.runtime import ops
     assert ops.__file__ in calls
     assert not [f for f in calls if "_library" in f.replace("\\", "/").split("torch/")[-1]], calls
 
