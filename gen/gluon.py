@@ -197,9 +197,10 @@ class GluonKernel:
                              "another stage)")
 
     @classmethod
-    def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False) -> "GluonKernel":
+    def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
+                   s_ahead: bool = False) -> "GluonKernel":
         return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages, persistent=persistent,
-                   staged_out=staged_out)
+                   staged_out=staged_out, s_ahead=s_ahead)
 
     @property
     def narrow(self) -> bool:

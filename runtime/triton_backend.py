@@ -51,6 +51,9 @@ _PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "1") != "0"
 # default, without split-K and not persistent, it writes through a stage (GluonKernel.staged_out; session 24,
 # benchmarks/results/session24/README.md, call 8: 1.025-1.087x in all 10 rows timed, ABBA).
 _STAGED_OUT = os.environ.get("SPARSEMLA_STAGED_OUT", "1") != "0"
+# SPARSEMLA_S_AHEAD=1: the narrow Gluon kernel issues the next tile's S before the softmax (GluonKernel.s_ahead) where
+# that should pay (``s_ahead_for``). Off by default: prepared in session 29 without a GPU, not yet timed on one.
+_S_AHEAD = os.environ.get("SPARSEMLA_S_AHEAD", "0") == "1"
 # SPARSEMLA_EXTRA_PARTS=0: a call with an extra cache never runs as two launches and a merge (``PartsLaunch``, each
 # part with its own tuned config, the Gluon kernel's where it has one); by default it does where the one Gluon launch
 # below does not take it. H200, session 27 (call 3): 1.11-2.56x over one Triton kernel walking both lists.
@@ -339,14 +342,24 @@ def _staged_out(config: Config, persistent: bool) -> bool:
     return _STAGED_OUT and config.gluon and config.block_h == 64 and config.num_splits == 1
 
 
+def s_ahead_for(spec: KernelSpec, config: Config) -> bool:
+    """Whether the narrow Gluon kernel runs with GluonKernel.s_ahead (with SPARSEMLA_S_AHEAD=1): where a program's
+    tiles are all filled up front (no more tiles than stages) or it has three stages. With two stages and more tiles
+    the next tile's fill must land right after its stage frees, where the plain loop gives it a whole tile."""
+    if not (_S_AHEAD and config.gluon and config.block_h < 64 and config.num_stages >= 2):
+        return False
+    tiles = -(-spec.topk // (config.num_splits * config.block_n))
+    return config.num_stages == 3 or tiles <= config.num_stages
+
+
 def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict:
     """The GluonKernel fields beyond ``GluonKernel.for_config``'s that the runtime sets for a Gluon ``config``
     running ``units`` (token, head block, split) on a GPU of ``sms`` SMs, those that are on (the launch below
     asks the same two rules of its device): what benchmarks/compile_report.py and ptx_same.py compile for a
     table's entries."""
     persistent = persistent_for(spec, config, units, sms)
-    return {name: True for name, on in (("persistent", persistent), ("staged_out", _staged_out(config, persistent)))
-            if on}
+    return {name: True for name, on in (("persistent", persistent), ("staged_out", _staged_out(config, persistent)),
+                                        ("s_ahead", s_ahead_for(spec, config))) if on}
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -479,7 +492,8 @@ class TritonLaunch:
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
             staged_out = not split_k and _staged_out(config, persistent)
-            gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out))
+            gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
+                                                      s_ahead=s_ahead_for(spec, config)))
             programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
                 else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Prepared in session 29, a third call if device time is left after h200_session.sh and h200_call_s29b.sh: where
-# the tiles' time goes (benchmarks/calls/gluon_timeline.py, profile builds) in the rows s_ahead and three stages
-# are for, plain and with s_ahead: the T=1 H=128 entry (two tiles a program) and model1 T=256 H=16 (shipped one
-# stage; three stages with two dequantizing groups).
+# Prepared in session 29: the third call (after h200_session.sh and s29b). The suite's bench (ours against FlashInfer
+# in the same process, the tuned entries) of the small-T rows whose entries are narrow programs of two tiles, with
+# SPARSEMLA_S_AHEAD off and on (runtime/triton_backend.s_ahead_for: the narrow kernel's next S before the softmax
+# where a program's tiles are all filled up front). If it is on faster where it applies, it becomes the default
+# and these rows are merged into ../results/NVIDIA_H200.md (benchmarks/merge_bench.py); issue 7's bf16 T=1 H=128
+# row (9.0 us, target 8) is the first of them.
 #   bash benchmarks/calls/h200_call_s29c.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-ROWS="bf16:128:1,model1:16:256,model1:16:256:h16.s1.w12.st3"
-timeout 200 python3 benchmarks/calls/gluon_timeline.py --rows "$ROWS" > "$OUT/timeline_plain.log" 2>&1
-echo "== timeline plain rc=$?"; grep "programs,\|per tile\|Error" "$OUT/timeline_plain.log" | cut -c1-110
-ROWS="bf16:128:1,model1:16:256:h16.s1.w12.st3"
-timeout 200 python3 benchmarks/calls/gluon_timeline.py --rows "$ROWS" --with s_ahead=True > "$OUT/timeline_s_ahead.log" 2>&1
-echo "== timeline s_ahead rc=$?"; grep "programs,\|per tile\|Error" "$OUT/timeline_s_ahead.log" | cut -c1-110
+check_tables
+for sa in 0 1; do
+  SPARSEMLA_S_AHEAD=$sa timeout 250 python3 -m sparsemla.cli bench --no-prefill --formats bf16,bf16_nope,fp8 \
+    --tokens 1,4 --heads 32,64,128 --out "$OUT/bench_s_ahead$sa" > "$OUT/bench_s_ahead$sa.log" 2>&1
+  echo "== bench SPARSEMLA_S_AHEAD=$sa rc=$?"; grep "^| " "$OUT/bench_s_ahead$sa.log" | sort -u | cut -c1-110
+done
 pack_out
