@@ -249,7 +249,10 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         except Exception:  # not tensors, or unhashable options: the checks below report them
             key = prepared = None
         if prepared is not None and triton_backend.run_triton is _run_triton:
-            _calls.move_to_end(key)
+            try:
+                _calls.move_to_end(key)
+            except KeyError:  # evicted since by another thread's call: it still runs
+                pass
             if not isinstance(sm_scale, (int, float)) or not sm_scale > 0:
                 raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float")
             return prepared(q, indices, sm_scale, out, topk_length, attn_sink, extra_indices, extra_topk_length)
