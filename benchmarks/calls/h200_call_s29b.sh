@@ -5,7 +5,8 @@
 #     marks the cache static (CUDA-graph trees otherwise copy it at each replay). Expected: the default mode near
 #     eager, reduce-overhead+static at about the kernel's time, plain reduce-overhead ~140 us (bf16) above it.
 #  2. issue 4's open row (page_split's scattered pool at 0.78-0.81 of copy_, target 0.8 reliably): the paging
-#     benchmark.
+#     benchmark, with PagingConfig(pdl=True) (the touched path's kernels as programmatic dependents) as a variant of
+#     the default on its four pools.
 #   bash benchmarks/calls/h200_call_s29b.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
