@@ -213,8 +213,7 @@ def load_module(spec):
     if interpreting():
         from . import interpreter_compat
         interpreter_compat.patch()
-    src, digest = _rendered(spec)
-    path = cache_dir() / digest / f"{spec.module_name}.py"
+    src, path = _rendered(spec)[0], module_path(spec)  # (_rendered is cached: one rendering)
     if path.exists():
         try:  # the rendering is at hand: a file that is not exactly it (cut short, edited) is not trusted
             if path.read_text() == src:

@@ -140,13 +140,17 @@ def stream_key(device: torch.device) -> tuple:
     return device, stream_handle(device.index) if device.type == "cuda" else 0
 
 
+def _options(num_warps: int, launch_pdl: bool) -> dict:
+    """The JIT launch's compile options (a hit through the launcher needs none)."""
+    return dict(num_warps=num_warps, **COMPILE_OPTIONS, **({"launch_pdl": True} if launch_pdl else {}))
+
+
 def launch(jit_fn, grid, *args, num_warps: int = 4, launch_pdl: bool = False, **constexprs):
     """``jit_fn[grid](*args, **constexprs, num_warps=num_warps)``, through the compiled launcher
     once this key has been launched through the JIT (see the module docstring); ``launch_pdl``: as a
     programmatic dependent of the kernel before it in the stream (Triton's launch option; sm90+)."""
-    options = dict(num_warps=num_warps, **COMPILE_OPTIONS, **({"launch_pdl": True} if launch_pdl else {}))
     if not ENABLED or not _direct_ok(args):
-        return jit_fn[grid](*args, **options, **constexprs)
+        return jit_fn[grid](*args, **_options(num_warps, launch_pdl), **constexprs)
     device = torch.cuda.current_device()
     key = (jit_fn, device, num_warps, launch_pdl, tuple(sorted(constexprs.items())),
            tuple(arg_key(a) for a in args))
@@ -156,7 +160,7 @@ def launch(jit_fn, grid, *args, num_warps: int = 4, launch_pdl: bool = False, **
         known.run(g[0], g[1], g[2], stream_handle(device), known.function, known.packed_metadata,
                   None, None, None, *ordered_args(jit_fn, args, constexprs))
         return known
-    compiled = jit_fn[grid](*args, **options, **constexprs)
+    compiled = jit_fn[grid](*args, **_options(num_warps, launch_pdl), **constexprs)
     if known is _MISSING:  # first launch of this key: keep the kernel if its launcher can be called directly
         # JITFunction.run (Triton 3.6 and 3.9) ends with the same call: grid x3, stream, function,
         # packed metadata, launch metadata and two hooks (None: no hook is set), every argument.
