@@ -7,8 +7,10 @@ Prints one line per case; exits 1 on a failure. Arguments: format cases to run (
 `gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases; `fused`: those
 whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty; `persistent`: the wide
 kernel at T=1100 with 128 heads, 2200 units, which the runtime runs persistent with a bf16 cache and rope on 132
-SMs and staged otherwise; `st3`: the narrow kernel in three stages; `s_ahead`: narrow cases of two or three stages
-with GluonKernel.s_ahead), or `triton` for the Triton kernel's cases only, e.g.
+SMs and staged otherwise; `tail`: the same at T=1060 with the last round's units split (GluonKernel.tail_split,
+forced on: 2112 whole units, then 4 tokens in 4 splits each, the last token's row all invalid); `st3`: the narrow
+kernel in three stages; `s_ahead`: narrow cases of two or three stages with GluonKernel.s_ahead), or `triton` for
+the Triton kernel's cases only, e.g.
 `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
 import os
@@ -57,11 +59,15 @@ S_AHEAD = "s_ahead" in sys.argv[1:]
 if S_AHEAD:
     import sparsemla.runtime.triton_backend as tb
     tb.s_ahead_for = lambda spec, config: config.gluon and config.block_h < 64 and config.num_stages >= 2
+TAIL = "tail" in sys.argv[1:]
+if TAIL:  # (SPARSEMLA_TAIL_SPLIT=1, read at import)
+    import sparsemla.runtime.triton_backend as tb
+    tb._TAIL_SPLIT = True
 only = [a for a in sys.argv[1:]
-        if a not in ("gluon", "narrow", "st1", "fused", "empty", "persistent", "triton", "st3", "s_ahead")]
-TOKENS = 1100 if "persistent" in sys.argv[1:] else 6
+        if a not in ("gluon", "narrow", "st1", "fused", "empty", "persistent", "tail", "triton", "st3", "s_ahead")]
+TOKENS = 1100 if "persistent" in sys.argv[1:] else 1060 if TAIL else 6
 kernel_cases = TRITON_CASES if "triton" in sys.argv[1:] else FUSED_CASES if "fused" in sys.argv[1:] \
-    else PERSISTENT_CASES if "persistent" in sys.argv[1:] \
+    else PERSISTENT_CASES if "persistent" in sys.argv[1:] or TAIL \
     else EMPTY_CASES if "empty" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
     else ST3_CASES if "st3" in sys.argv[1:] \
@@ -81,6 +87,8 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)
         idx = random_indices(T, topk, slots, gen)
         idx[3] = -1
+        if TAIL:
+            idx[-1] = -1  # a tail token with no valid slot: each of its splits is empty
         tl_ = torch.tensor([topk, 100, topk, topk, 1, topk] * -(-T // 6), dtype=torch.int32)[:T]
         extra = {}
         sink = None

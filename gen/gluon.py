@@ -144,6 +144,12 @@ class GluonKernel:
     # 16-byte stores of a row's adjacent columns, not its accumulators' 4-byte ones (session 24: 1.025-1.087x
     # in the 10 rows timed; with persistent, through the last tile's stage: prepared, not yet timed).
     staged_out: bool = False
+    # The persistent kernel with the last tokens' units split (session 30, compile-checked only): units below a
+    # ``whole_units`` argument (after ``num_units``; a whole number of tokens, a whole number of rounds of the
+    # grid) are whole (token, head block) pairs, the rest split the last tokens' lists ``num_splits`` ways and
+    # write partials for the combine kernel, rows counted from the first tail token. Without it the last round
+    # runs a few whole units while the other SMs wait (bf16 prefill T=4096 H=128 on 132 SMs: 62.06 rounds).
+    tail_split: bool = False
     # The computing group's proxy fence after each tile's READY wait (B's in the wide kernel, M's in the narrow one).
     # A bf16 stage arrives by cp.async and needs it; an fp8 stage is stored by group C, which fences its own stores
     # before it arrives, so False drops a redundant fence (session 26; timed in session 28: no gain in three rows).
@@ -180,6 +186,9 @@ class GluonKernel:
                                 or self.q_by_compute or self.spec.extra_topk):
             raise ValueError(f"no persistent Gluon kernel for {self.spec.key} with block_h={self.block_h}: expected "
                              "block_h 64, a bf16 cache, Q by cp.async before the partitions, no profile and no extra cache")
+        if self.tail_split and not (self.persistent and self.staged_out):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with tail_split=True: expected persistent=True and "
+                             "staged_out=True (the whole units' output goes through a stage, the tail's to partials)")
         if self.staged_out and self.narrow:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, staged_out=True: "
                              "expected block_h 64 (the narrow kernel's output went through a stage in session 23's "
@@ -198,9 +207,9 @@ class GluonKernel:
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
-                   s_ahead: bool = False) -> "GluonKernel":
+                   s_ahead: bool = False, tail_split: bool = False) -> "GluonKernel":
         return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages, persistent=persistent,
-                   staged_out=staged_out, s_ahead=s_ahead)
+                   staged_out=staged_out, s_ahead=s_ahead, tail_split=tail_split)
 
     @property
     def narrow(self) -> bool:
@@ -213,7 +222,7 @@ class GluonKernel:
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + ([f"s{self.stages}"] if self.stages != 2 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
-                 ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out),
+                 ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
                  ("nrf", not self.ready_fence), ("sa", self.s_ahead),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
@@ -231,4 +240,5 @@ class GluonKernel:
                     block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
+                    tail_split=self.tail_split,
                     ready_fence=self.ready_fence, s_ahead=self.s_ahead, profile=self.profile, sync_floats=SYNC_FLOATS)

@@ -54,6 +54,9 @@ _STAGED_OUT = os.environ.get("SPARSEMLA_STAGED_OUT", "1") != "0"
 # SPARSEMLA_S_AHEAD=1: the narrow Gluon kernel issues the next tile's S before the softmax (GluonKernel.s_ahead) where
 # that should pay (``s_ahead_for``). Off by default: prepared in session 29 without a GPU, not yet timed on one.
 _S_AHEAD = os.environ.get("SPARSEMLA_S_AHEAD", "0") == "1"
+# SPARSEMLA_TAIL_SPLIT=1: the persistent kernel splits the units of its last round (``tail_split_for``). Off by
+# default: prepared in session 30 without a GPU, not yet timed on one.
+_TAIL_SPLIT = os.environ.get("SPARSEMLA_TAIL_SPLIT", "0") == "1"
 # SPARSEMLA_EXTRA_PARTS=0: a call with an extra cache never runs as two launches and a merge (``PartsLaunch``, each
 # part with its own tuned config, the Gluon kernel's where it has one); by default it does where the one Gluon launch
 # below does not take it. H200, session 27 (call 3): 1.11-2.56x over one Triton kernel walking both lists.
@@ -342,14 +345,33 @@ def _staged_out(config: Config, persistent: bool) -> bool:
     return _STAGED_OUT and config.gluon and config.block_h == 64 and config.num_splits == 1
 
 
+def tail_split_for(num_tokens: int, head_blocks: int, tiles: int, sms: int) -> tuple[int, int] | None:
+    """(whole tokens, splits) where the persistent kernel (GluonKernel.tail_split) should split its last round's
+    units, else None: its ``num_tokens x head_blocks`` units of ``tiles`` tiles each fill whole rounds of ``sms``
+    programs and then a part of one, where the few SMs running a last whole unit hold up the call (bf16 prefill
+    T=4096 H=128 on 132 SMs: 62 rounds, then 8 units, ~1.5% of the call). The tokens after the whole rounds are
+    split so their pieces fill one round (at most 16 ways, for the combine), and a combine kernel merges them."""
+    units = num_tokens * head_blocks
+    whole_tokens = units // sms * sms // head_blocks
+    tail_units = units - whole_tokens * head_blocks
+    if not tail_units:
+        return None
+    splits = min(sms // tail_units, tiles, 16)
+    return (whole_tokens, splits) if splits >= 2 else None
+
+
 def s_ahead_for(spec: KernelSpec, config: Config) -> bool:
     """Whether the narrow Gluon kernel runs with GluonKernel.s_ahead (with SPARSEMLA_S_AHEAD=1): where a program's
     tiles are all filled up front (no more tiles than stages) or it has three stages. With two stages and more tiles
     the next tile's fill must land right after its stage frees, where the plain loop gives it a whole tile."""
     if not (_S_AHEAD and config.gluon and config.block_h < 64 and config.num_stages >= 2):
         return False
-    tiles = -(-spec.topk // (config.num_splits * config.block_n))
-    return config.num_stages == 3 or tiles <= config.num_stages
+    return config.num_stages == 3 or _tiles(spec, config) <= config.num_stages
+
+
+def _tiles(spec: KernelSpec, config: Config) -> int:
+    """The tiles of one program's share of a full top-k list."""
+    return -(-spec.topk // (config.num_splits * config.block_n))
 
 
 def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict:
@@ -358,8 +380,11 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     asks the same two rules of its device): what benchmarks/compile_report.py and ptx_same.py compile for a
     table's entries."""
     persistent = persistent_for(spec, config, units, sms)
-    return {name: True for name, on in (("persistent", persistent), ("staged_out", _staged_out(config, persistent)),
-                                        ("s_ahead", s_ahead_for(spec, config))) if on}
+    staged_out = _staged_out(config, persistent)
+    tail = _TAIL_SPLIT and persistent and staged_out and tail_split_for(
+        units // -(-spec.num_heads // config.block_h), -(-spec.num_heads // config.block_h), _tiles(spec, config), sms)
+    return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
+                                        ("tail_split", bool(tail)), ("s_ahead", s_ahead_for(spec, config))) if on}
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -468,32 +493,43 @@ class TritonLaunch:
         merged = S > 1 and partials_at is None  # by a combine here, or in the kernel (FUSED)
         fused = merged and not x_splits and _fused(config, T, H)
         persistent = partials_at is None and not x_splits and _persistent(spec, config, grid, q.device)
+        staged_out = not split_k and _staged_out(config, persistent)
+        # The persistent kernel's last round split (GluonKernel.tail_split): tokens from tail_t0 on run as S splits
+        # whose partials the combine merges into out[tail_t0:]; the kernel takes S as its num_splits.
+        tail = persistent and staged_out and _TAIL_SPLIT and tail_split_for(
+            T, head_blocks, _tiles(spec, config), torch.cuda.get_device_properties(q.device).multi_processor_count)
+        self.tail_t0 = None
+        parts_t = T  # the tokens with partials
+        if tail:
+            self.tail_t0, S = tail
+            parts_t = T - self.tail_t0
+            grid = self.tail_t0 * head_blocks + parts_t * head_blocks * S  # the units
         block_dv = combine_columns(S, spec.d_v)
-        combine_grid = T * H * (spec.d_v // block_dv)
+        combine_grid = parts_t * H * (spec.d_v // block_dv)
         pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
         self.fused = fused
-        # The workspace: o_part (split-K), lse_part (split-K; its place also locates the
+        # The workspace: o_part (split-K, tail split), lse_part (the same; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
-        self.o_numel = T * H * S * spec.d_v if split_k else 0
-        self.lse_numel = T * H * S if split_k or config.p_exchange else 0
+        self.o_numel = parts_t * H * S * spec.d_v if split_k or tail else 0
+        self.lse_numel = parts_t * H * S if split_k or tail or config.p_exchange else 0
         x_numel = grid * mod.xchg_numel(config.block_h, config.block_n) if config.p_exchange else 0
         self.ws_numel = self.o_numel + (-(-self.lse_numel // 32) * 32 + x_numel if x_numel else self.lse_numel)
         self.ws_pos = len(fwd.values)
-        for used in (split_k, split_k or config.p_exchange):
+        for used in (split_k or tail, split_k or tail or config.p_exchange):
             if used:
                 fwd.fixed(None)  # set by _bind_workspace
             else:
                 fwd.per_call(_Q)
         fwd.per_call(_SCALE)
-        fwd.fixed(H, S, *([grid] if persistent else []), *flags)  # (the persistent kernel: its unit count)
+        # (the persistent kernel: its unit count, then with a tail split its whole units)
+        fwd.fixed(H, S, *([grid] if persistent else []), *([self.tail_t0 * head_blocks] if tail else []), *flags)
         if config.gluon:  # same arguments; its tiling is fixed in its module
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
-            staged_out = not split_k and _staged_out(config, persistent)
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
-                                                      s_ahead=s_ahead_for(spec, config)))
+                                                      s_ahead=s_ahead_for(spec, config), tail_split=bool(tail)))
             programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
                 else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
@@ -506,8 +542,8 @@ class TritonLaunch:
                                     INDEX_PREFETCH=config.index_prefetch, P_EXCHANGE=config.p_exchange,
                                     L2_PREFETCH=config.l2_prefetch),
                                dict(num_warps=config.num_warps, num_stages=config.num_stages), q.device)
-        if merged and not fused:
-            self._combine_kernel(mod, spec, T, H, S, block_dv, out, lse, attn_sink, pdl,
+        if (merged and not fused) or tail:
+            self._combine_kernel(mod, spec, parts_t, H, S, block_dv, out, lse, attn_sink, pdl,
                                  _parts_first(combine_grid, q.device))
             self.combine.reserve = _combine_reserve(pdl, grid, combine_grid, q.device)
 
@@ -585,6 +621,8 @@ class TritonLaunch:
             global last_compiled
             last_compiled = compiled
         if self.combine is not None:
+            if self.tail_t0 is not None:  # the tail tokens' rows (the combine's rows count from the first)
+                vals = (*vals[:_OUT], out[self.tail_t0:], None if lse is None else lse[self.tail_t0:], *vals[_LSE + 1:])
             self.combine(vals)
 
 

@@ -530,6 +530,45 @@ def test_the_gluon_fields_the_tools_compile_are_the_runtimes_rules(monkeypatch):
     assert triton_backend.gluon_fields(nope, Config(16, 64, 1, 12, 3, gluon=True), 256, 132) == {"s_ahead": True}
 
 
+def test_the_persistent_kernel_splits_only_its_last_rounds_units():
+    # runtime/triton_backend.tail_split_for (SPARSEMLA_TAIL_SPLIT=1; GluonKernel.tail_split): (whole tokens, splits)
+    f = triton_backend.tail_split_for
+    assert f(4096, 2, 32, 132) == (4092, 16)  # 8184 units are 62 rounds; 8 more, 16 ways, fill a 63rd
+    assert f(4096, 1, 32, 132) == (4092, 16)
+    assert f(8192, 2, 32, 132) == (8184, 8)
+    assert f(1060, 2, 4, 132) == (1056, 4)  # no more splits than tiles
+    assert f(1056, 2, 4, 132) is None  # whole rounds
+    assert f(1100, 2, 32, 132) is None  # 88 units in the last round: not two splits each
+    assert f(70, 3, 32, 100) == (66, 8)  # whole tokens: 200 units of whole rounds hold 66 tokens and 2 units
+    for T, hb, tiles, sms in ((T, hb, tiles, sms) for T in range(1, 400, 7) for hb in (1, 2, 3)
+                              for tiles in (1, 4, 32) for sms in (78, 132)):
+        got = f(T, hb, tiles, sms)
+        if got is not None:
+            whole, splits = got
+            assert whole * hb <= T * hb // sms * sms and 2 <= splits <= min(tiles, 16), (T, hb, tiles, sms, got)
+            assert (T - whole) * hb * splits <= sms, (T, hb, tiles, sms, got)  # the split units fit one round
+
+
+def test_tail_split_is_a_persistent_staged_variant_and_a_runtime_option(monkeypatch):
+    from sparsemla.gen.gluon import GluonKernel
+    spec = KernelSpec(arch="sm90")
+    unit = GluonKernel(spec, 64, persistent=True, staged_out=True, tail_split=True)
+    assert unit.key.endswith("-ps-so-ts"), unit.key
+    for kw in (dict(persistent=True), dict(staged_out=True)):
+        with pytest.raises(ValueError, match="tail_split=True: expected persistent=True and staged_out=True"):
+            GluonKernel(spec, 64, tail_split=True, **kw)
+    monkeypatch.setattr(triton_backend, "_PERSISTENT", True)
+    monkeypatch.setattr(triton_backend, "_STAGED_OUT", True)
+    wide = Config(64, 64, 1, 8, 2, gluon=True)
+    assert "tail_split" not in triton_backend.gluon_fields(spec, wide, 8192, 132)  # off by default
+    monkeypatch.setattr(triton_backend, "_TAIL_SPLIT", True)
+    assert triton_backend.gluon_fields(spec, wide, 8192, 132) == \
+        {"persistent": True, "staged_out": True, "tail_split": True}
+    assert triton_backend.gluon_fields(spec, wide, 2 * 1056, 132) == {"persistent": True, "staged_out": True}
+    monkeypatch.setattr(triton_backend, "_STAGED_OUT", False)
+    assert triton_backend.gluon_fields(spec, wide, 8192, 132) == {"persistent": True}
+
+
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):
     # runtime/triton_backend._fused: the last split of each token and head block merges the partials in the
     # Gluon kernel (no combine kernel) for 64-head programs, none masked, with 2 splits (H200, session 21:
