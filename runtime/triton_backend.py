@@ -377,12 +377,13 @@ def _tiles(spec: KernelSpec, config: Config) -> int:
 def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict:
     """The GluonKernel fields beyond ``GluonKernel.for_config``'s that the runtime sets for a Gluon ``config``
     running ``units`` (token, head block, split) on a GPU of ``sms`` SMs, those that are on (the launch below
-    asks the same two rules of its device): what benchmarks/compile_report.py and ptx_same.py compile for a
+    asks the same rules of its device): what benchmarks/compile_report.py and ptx_same.py compile for a
     table's entries."""
     persistent = persistent_for(spec, config, units, sms)
     staged_out = _staged_out(config, persistent)
-    tail = _TAIL_SPLIT and persistent and staged_out and tail_split_for(
-        units // -(-spec.num_heads // config.block_h), -(-spec.num_heads // config.block_h), _tiles(spec, config), sms)
+    head_blocks = -(-spec.num_heads // config.block_h)
+    tail = _TAIL_SPLIT and persistent and staged_out and tail_split_for(units // head_blocks, head_blocks,
+                                                                          _tiles(spec, config), sms)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
                                         ("tail_split", bool(tail)), ("s_ahead", s_ahead_for(spec, config))) if on}
 

@@ -4,9 +4,11 @@ The Gluon kernel runs only on the GPU, but its unit arithmetic (templates/sparse
 GluonKernel.tail_split `_tail_row`) is scalar integer code. These tests take those functions from the rendered module's
 source and run them with a stand-in for `gl` (scalar tensors, and pointers that only add offsets), then check that the
 units cover every (token, head block) and top-k tile exactly once, and that the tail split's partials land where the
-runtime's combine reads them (runtime/triton_backend.tail_split_for, TritonLaunch).
+runtime's combine reads them (runtime/triton_backend.tail_split_for, TritonLaunch). The last test runs the runtime's
+tail-split launch with the kernel emulated on those functions and the real combine kernel in Triton's interpreter.
 """
 import ast
+import math
 import types
 
 import pytest
@@ -111,3 +113,89 @@ def test_without_a_tail_split_the_units_are_the_grids_programs():
         t, heads0, split, lo, hi, n_tiles, row = f._unit(torch.tensor(u), _Ptr("idx"), 7, _Ptr("len"), 128, 1, False)
         assert (_i(t), _i(heads0), _i(split), _i(lo), _i(hi), _i(n_tiles), row.off) == (u // 2, u % 2 * 64, 0, 0, 2048,
                                                                                           32, u // 2 * 7)
+
+
+class _EmulatedGluon:
+    """Stands in for the persistent tail-split kernel's JIT function on the CPU: a launch (``fn[grid](*args, **kw)``)
+    takes the runtime's arguments by the real kernel's names and runs its units as the kernel's programs would, each
+    unit from the rendered _unit: a whole unit writes its rows of ``out`` from ``final`` (the reference), a tail
+    split its partials as the kernel's _write_cols does (the split's normalized output, its base-2 LSE) for the
+    combine kernel. Every launch is recorded."""
+
+    def __init__(self, names, f, q64, kv64, final):
+        self.names, self.f, self.q64, self.kv64, self.final = names, f, q64, kv64, final
+        self.launches = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kw: self._run(grid, dict(zip(self.names, args)) | kw)
+
+    def _run(self, grid, a):
+        self.launches.append((grid, a))
+        H, S, idx, lengths = a["num_heads"], a["num_splits"], a["idx"], a["topk_len"]
+        f = _functions(self.f, lengths if a["HAS_TOPK_LEN"] else None)
+        for pid in range(grid[0]):
+            for u in range(pid, a["num_units"], grid[0]):
+                t, heads0, split, lo, hi, n_tiles, _ = f._unit(torch.tensor(u), _Ptr("idx"), 0, _Ptr("len"), H, S,
+                                                               a["whole_units"], a["HAS_TOPK_LEN"])
+                t, heads0, split, lo, hi = map(_i, (t, heads0, split, lo, hi))
+                tail, t_part = f._tail_row(torch.tensor(u), torch.tensor(t), H, a["whole_units"])
+                heads = range(heads0, min(heads0 + 64, H))
+                if not tail:
+                    a["out"][t, heads0:heads0 + 64] = self.final[0][t, heads0:heads0 + 64].to(a["out"].dtype)
+                    a["lse"][t, heads0:heads0 + 64] = self.final[1][t, heads0:heads0 + 64].float()
+                    continue
+                slots = idx[t, lo:hi].long()
+                slots = slots[(slots >= 0) & (slots < a["num_slots"])]
+                for h in heads:
+                    part = (_i(t_part) * H + h) * S + split
+                    s2 = (self.kv64[slots] @ self.q64[t, h]) * a["sm_scale"] / math.log(2)
+                    if len(slots):
+                        m = s2.max()
+                        p = torch.exp2(s2 - m)
+                        a["o_part"][part * 512:(part + 1) * 512] = (p @ self.kv64[slots, :512] / p.sum()).float()
+                        a["lse_part"][part] = float(m + torch.log2(p.sum()))
+                    else:
+                        a["o_part"][part * 512:(part + 1) * 512] = 0.0
+                        a["lse_part"][part] = -math.inf
+
+
+def test_the_runtime_merges_the_tail_splits_partials_into_the_last_tokens_rows(monkeypatch):
+    # runtime/triton_backend.TritonLaunch with the tail split, on the CPU: the Gluon kernel emulated (above) over the
+    # arguments the runtime passes, the real combine kernel (interpreter) merging the partials into out[t0:], against
+    # the float64 reference: the unit count and whole units passed, the workspace's size and the combine's rows.
+    from sparsemla.runtime import triton_backend as tb
+    from sparsemla.runtime.kvcache import describe_cache
+    from helpers import reference64, rel_err
+    from sparsemla.gen.render import load_compilable_module
+    from sparsemla.gen.spec import Config
+    T, H, topk, slots, sms = 21, 128, 256, 512, 8  # 42 units: 5 rounds of 8, then 1 token in 4 splits of a tile
+    spec = KernelSpec(num_heads=H, topk=topk, arch="sm90", return_lse=True)
+    config = Config(64, 64, 1, 8, 2, gluon=True)
+    gen = torch.Generator().manual_seed(30)
+    q = torch.randn(T, H, 576, generator=gen).half()
+    kv = torch.randn(slots, 576, generator=gen).half()
+    idx = torch.randint(-1, slots, (T, topk), generator=gen, dtype=torch.int32)
+    lengths = torch.randint(0, topk + 1, (T,), generator=gen, dtype=torch.int32)
+    lengths[-1] = 100  # the tail token: 2 tiles over 4 splits, two of them empty
+    ref, rlse = reference64(q.double(), kv.double(), idx, 576 ** -0.5, 512, topk_length=lengths)
+    unit = GluonKernel(spec, 64, persistent=True, staged_out=True, tail_split=True)
+    names = load_compilable_module(unit).sparse_mla_fwd_gluon.arg_names
+    emulated = _EmulatedGluon(names, unit, q.double(), kv.double(), (ref, rlse))
+    real_load = tb.load_module
+    monkeypatch.setattr(tb, "load_module", lambda k: types.SimpleNamespace(sparse_mla_fwd_gluon=emulated)
+                        if isinstance(k, GluonKernel) else real_load(k))
+    monkeypatch.setattr(tb, "gluon_launch_options", lambda gmod: {})
+    monkeypatch.setattr(tb, "interpreting", lambda: False)  # (the combine still runs in Triton's interpreter)
+    monkeypatch.setattr(tb, "_persistent", lambda spec, config, units, device: True)
+    monkeypatch.setattr(tb, "_TAIL_SPLIT", True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(multi_processor_count=sms))
+    out = torch.full((T, H, 512), math.nan, dtype=torch.float16)
+    lse = torch.full((T, H), math.nan)
+    tb.run_triton(spec, config, q, describe_cache(kv, "auto", 576, 512, q_dtype=q.dtype), idx, 576 ** -0.5, out, lse,
+                  topk_length=lengths)
+    (grid, a), = emulated.launches
+    assert (grid, a["num_units"], a["whole_units"], a["num_splits"]) == ((sms,), 40 + 4 * 2, 40, 4)
+    assert a["o_part"].numel() == 1 * H * 4 * 512 and a["lse_part"].numel() == 1 * H * 4
+    assert rel_err(out.float(), ref) < 2e-3, rel_err(out.float(), ref)  # the tail token's rows merged too
+    fin = torch.isfinite(rlse)
+    assert torch.equal(torch.isfinite(lse), fin) and (lse[fin].double() - rlse[fin]).abs().max() < 1e-3
