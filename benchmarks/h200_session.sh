@@ -9,7 +9,8 @@
 #     their shipped one-stage entries (the shipped rows print "-" for s_ahead: one stage cannot hold tile j+1);
 #     then two-stage configs for the fp8 d_qk 576 rows, where the next tile's fill must land right after its stage
 #     frees, so s_ahead may lose (DEVELOPERS.md).
-# The next calls, in order: benchmarks/calls/h200_call_s30a.sh (the persistent kernel's tail split), h200_call_s29c.sh,
+# The next calls, in order: benchmarks/calls/h200_call_s30a.sh (the persistent kernel's tail split), h200_call_s30b.sh
+# (the Gluon kernel as a programmatic dependent), h200_call_s29c.sh,
 # h200_call_s29b.sh (torch.compile, the paging benchmark), h200_call_s29d.sh (benchmarks/results/session30/README.md).
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u

@@ -57,6 +57,10 @@ _S_AHEAD = os.environ.get("SPARSEMLA_S_AHEAD", "0") == "1"
 # SPARSEMLA_TAIL_SPLIT=1: the persistent kernel splits the units of its last round (``tail_split_for``). Off by
 # default: prepared in session 30 without a GPU, not yet timed on one.
 _TAIL_SPLIT = os.environ.get("SPARSEMLA_TAIL_SPLIT", "0") == "1"
+# SPARSEMLA_PDL_WAIT=1: the Gluon attention kernel is launched as a programmatic dependent of the stream's previous
+# kernel and waits for it before touching memory (GluonKernel.pdl_wait). Off by default: prepared in session 30
+# without a GPU, not yet timed on one.
+_PDL_WAIT = os.environ.get("SPARSEMLA_PDL_WAIT", "0") == "1"
 # SPARSEMLA_EXTRA_PARTS=0: a call with an extra cache never runs as two launches and a merge (``PartsLaunch``, each
 # part with its own tuned config, the Gluon kernel's where it has one); by default it does where the one Gluon launch
 # below does not take it. H200, session 27 (call 3): 1.11-2.56x over one Triton kernel walking both lists.
@@ -385,7 +389,8 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     tail = _TAIL_SPLIT and persistent and staged_out and tail_split_for(units // head_blocks, head_blocks,
                                                                           _tiles(spec, config), sms)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
-                                        ("tail_split", bool(tail)), ("s_ahead", s_ahead_for(spec, config))) if on}
+                                        ("tail_split", bool(tail)), ("s_ahead", s_ahead_for(spec, config)),
+                                        ("pdl_wait", _PDL_WAIT and config.gluon)) if on}
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -530,7 +535,8 @@ class TritonLaunch:
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
-                                                      s_ahead=s_ahead_for(spec, config), tail_split=bool(tail)))
+                                                      s_ahead=s_ahead_for(spec, config), tail_split=bool(tail),
+                                                      pdl_wait=_PDL_WAIT))
             programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
                 else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,

@@ -569,6 +569,18 @@ def test_tail_split_is_a_persistent_staged_variant_and_a_runtime_option(monkeypa
     assert triton_backend.gluon_fields(spec, wide, 8192, 132) == {"persistent": True}
 
 
+def test_pdl_wait_is_a_runtime_option_of_every_gluon_kernel(monkeypatch):
+    # SPARSEMLA_PDL_WAIT=1 (GluonKernel.pdl_wait, off by default): every Gluon launch waits for the stream's previous
+    # kernel, whose end its launch overlaps; the module asks for launch_pdl
+    from sparsemla.gen.gluon import GluonKernel
+    spec, narrow = KernelSpec(num_heads=16, arch="sm90"), Config(16, 64, 4, 8, 2, gluon=True)
+    assert "pdl_wait" not in triton_backend.gluon_fields(spec, narrow, 64, 132)
+    monkeypatch.setattr(triton_backend, "_PDL_WAIT", True)
+    assert triton_backend.gluon_fields(spec, narrow, 64, 132) == {"pdl_wait": True}
+    assert triton_backend.gluon_fields(spec, Config(16, 64, 4, 8, 2), 64, 132) == {}  # the Triton kernel
+    assert GluonKernel(spec, 16, pdl_wait=True).key.endswith("-pw")
+
+
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):
     # runtime/triton_backend._fused: the last split of each token and head block merges the partials in the
     # Gluon kernel (no combine kernel) for 64-head programs, none masked, with 2 splits (H200, session 21:

@@ -174,6 +174,16 @@ stg = [line for line in sass_text(compiled.asm["cubin"]).splitlines() if " STG" 
 out["auto persistent h64 tail"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
                                        setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"), STG=len(stg),
                                        STG128=sum(".128" in line for line in stg), shared=compiled.metadata.shared)
+# a program that waits for the stream's previous kernel (GluonKernel.pdl_wait: launched with launch_pdl)
+from sparsemla.gen.gluon import gluon_launch_options
+for pw in (False, True):
+    spec = KernelSpec(num_heads=16, arch="sm90")
+    mod = load_compilable_module(GluonKernel(spec, 16, pdl_wait=pw))
+    compiled = compile_module(mod, spec, Config(16, 64, 4, 8, 2, gluon=True), "sm90")
+    out[f"auto h16 pdl_wait {pw}"] = dict(sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")),
+                                          setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"),
+                                          waits=compiled.asm["ptx"].count("griddepcontrol.wait"),
+                                          launch_pdl=gluon_launch_options(mod).get("launch_pdl", False))
 # a profile build (clock stamps into a last, keyword argument; benchmarks/calls/gluon_timeline.py)
 unit = GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16, profile=True)
 compiled = compile_module(load_compilable_module(unit), unit.spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90")
@@ -320,6 +330,10 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     on, off = counts["auto persistent h64 tail"], counts["auto persistent h64 staged True"]
     assert on["STG128"] == 24 and on["STG"] >= off["STG"] + 96 + 32, (on, off)
     assert on["HGMMA"] == off["HGMMA"] and on["shared"] <= 227 * 1024, (on, off)
+    # pdl_wait: one griddepcontrol.wait, and the module asks to be launched as a programmatic dependent; none without
+    off, on = counts["auto h16 pdl_wait False"], counts["auto h16 pdl_wait True"]
+    assert (off["waits"], off["launch_pdl"], on["waits"], on["launch_pdl"]) == (0, False, 1, True), (off, on)
+    assert (on["HGMMA"], on["STL"]) == (off["HGMMA"], off["STL"]), (off, on)
     # s_ahead: tile 0's S issued before the loop (36 wgmmas over 512 + 64 columns) and one wait more after it; the
     # loop's S wait moves to its top, so no wait comes between the next S and the softmax
     for fmt in ("fp8_e4m3", "auto"):
