@@ -19,7 +19,7 @@ import json
 
 from pathlib import Path
 
-from sparsemla.bench import HEADER, format_row
+from sparsemla.bench import HEADER, format_row, options_note
 from sparsemla.bench_plot import try_plot
 from sparsemla.gen.spec import config_label
 from sparsemla.gen.render import atomic_write
@@ -95,7 +95,8 @@ def markdown(res: dict, table: dict | None = None, picture: str | None = None) -
         p, c = run["provenance"], run["ceilings"]
         out.append(f"- {p['date']}, template {p['template_hash']}, Triton {p['triton']}, FlashInfer "
                    f"{p['flashinfer']}, torch {p['torch']}: formats {', '.join(run['formats'])} "
-                   f"(ceilings: copy {c['copy_gbs']:.0f} GB/s, bf16 matmul {c['bf16_tflops']:.0f} TFLOP/s)")
+                   f"(ceilings: copy {c['copy_gbs']:.0f} GB/s, bf16 matmul {c['bf16_tflops']:.0f} TFLOP/s)"
+                   + options_note(p))
     out += ["", "Columns as in `sparsemla bench` (pkg/bench.py): 'us' = kernel time per call by CUDA-graph "
             "replay over rotating inputs, both libraries; 'call us' = one eager call (do_bench); step "
             "columns = wall time per call of back-to-back eager calls over the rotating sets, 'auto' "

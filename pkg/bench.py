@@ -385,7 +385,21 @@ def provenance(device):
         p["flashinfer"] = None
     from sparsemla.gen.render import attention_template_hash
     p["template_hash"] = attention_template_hash()
+    p["options"] = runtime_options()
     return p
+
+
+def runtime_options() -> dict:
+    """The SPARSEMLA_* settings of this process that choose what runs (the runtime's options and tuned-table
+    folder; not the render cache's place): a run with a non-default option says so, and its journal is not
+    resumed by a run without it."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("SPARSEMLA_") and k != "SPARSEMLA_CACHE_DIR"}
+
+
+def options_note(p: dict) -> str:
+    """' Runtime options: K=V, ...' for a run's provenance with any (none before they were recorded)."""
+    opts = p.get("options") or {}
+    return " Runtime options: " + ", ".join(f"{k}={v}" for k, v in opts.items()) + "." if opts else ""
 
 
 def gpu_dirname(name: str) -> str:
@@ -400,7 +414,8 @@ def write_results(res, out_dir, device, title="sparse MLA benchmark suite"):
     p = res["provenance"]
     md = [f"# {title} on {p['gpu']}", "",
           f"{p['date']}; torch {p['torch']}, CUDA {p['cuda']}, Triton {p['triton']}, FlashInfer {p['flashinfer']}, "
-          f"sparsemla {p['sparsemla']} (template {p['template_hash']}). top-k {TOPK} random slots of {SLOTS:,}. "
+          f"sparsemla {p['sparsemla']} (template {p['template_hash']}).{options_note(p)} "
+          f"top-k {TOPK} random slots of {SLOTS:,}. "
           f"'us' columns: kernel time per call from CUDA-graph replay over rotating input sets (one replay "
           f"gathers ~4x the L2), median of 7 replays, for both libraries. 'call us': do_bench median of one "
           f"eager Python call (L2 cleared), i.e. including host overhead. FI plan: host time of one plan(). "

@@ -1,7 +1,10 @@
 """`sparsemla bench`'s journal: an interrupted suite run resumes where it stopped (the GPU measurement itself is
 replaced here by a stand-in that records which rows it was asked for)."""
+import importlib.util
 import itertools
 import json
+import os
+import pathlib
 
 import pytest
 import torch
@@ -96,3 +99,27 @@ def test_rows_that_failed_are_measured_again(tmp_path, measured):
     asked.clear()
     _run(rows, path)
     assert asked == [rows[1]]
+
+
+def test_a_run_records_the_runtime_options_it_ran_with(monkeypatch):
+    # a bench run with a non-default runtime option (e.g. SPARSEMLA_TAIL_SPLIT=1) says so in its provenance, its
+    # Markdown and merge_bench's list of runs; its journal key differs from a run without it
+    for k in [k for k in os.environ if k.startswith("SPARSEMLA_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("SPARSEMLA_CACHE_DIR", "/tmp/x")  # where modules are cached: not an option
+    assert bench.runtime_options() == {} and bench.options_note({"options": {}}) == ""
+    monkeypatch.setenv("SPARSEMLA_TAIL_SPLIT", "1")
+    monkeypatch.setenv("SPARSEMLA_PDL_WAIT", "1")
+    opts = bench.runtime_options()
+    assert opts == {"SPARSEMLA_PDL_WAIT": "1", "SPARSEMLA_TAIL_SPLIT": "1"}
+    assert bench.options_note({"options": opts}) == " Runtime options: SPARSEMLA_PDL_WAIT=1, SPARSEMLA_TAIL_SPLIT=1."
+    assert bench.options_note({}) == ""  # a run from before options were recorded
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "merge_bench.py"
+    spec = importlib.util.spec_from_file_location("merge_bench", path)
+    merge_bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(merge_bench)
+    prov = dict(gpu="NVIDIA H200", date="2026-12-05T00:00:00+00:00", template_hash="abc", triton="3.6.0",
+                flashinfer="0.7.2", torch="2.11", options=opts)
+    res = dict(runs=[dict(provenance=prov, ceilings=dict(copy_gbs=4250.0, bf16_tflops=690.0), formats=["bf16"])],
+               rows=[])
+    assert "Runtime options: SPARSEMLA_PDL_WAIT=1, SPARSEMLA_TAIL_SPLIT=1." in merge_bench.markdown(res)
