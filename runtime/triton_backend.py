@@ -61,6 +61,10 @@ _TAIL_SPLIT = os.environ.get("SPARSEMLA_TAIL_SPLIT", "0") == "1"
 # kernel and waits for it before touching memory (GluonKernel.pdl_wait). Off by default: prepared in session 30
 # without a GPU, not yet timed on one.
 _PDL_WAIT = os.environ.get("SPARSEMLA_PDL_WAIT", "0") == "1"
+# SPARSEMLA_COMBINE_TRIGGER=1: the split-K combine kernel lets the stream's next kernel, if that is launched as a
+# programmatic dependent (SPARSEMLA_PDL_WAIT=1), start its programs as soon as all of its own have started, not when
+# it ends (its TRIGGER). Off by default: prepared in session 30 without a GPU, not yet timed on one.
+_COMBINE_TRIGGER = os.environ.get("SPARSEMLA_COMBINE_TRIGGER", "0") == "1"
 # SPARSEMLA_EXTRA_PARTS=0: a call with an extra cache never runs as two launches and a merge (``PartsLaunch``, each
 # part with its own tuned config, the Gluon kernel's where it has one); by default it does where the one Gluon launch
 # below does not take it. H200, session 27 (call 3): 1.11-2.56x over one Triton kernel walking both lists.
@@ -318,6 +322,11 @@ def _parts_first(combine_grid: int, device: torch.device) -> bool:
     return props.major == 9 and combine_grid <= props.multi_processor_count
 
 
+def _combine_trigger(device: torch.device) -> bool:
+    """The combine kernel's TRIGGER (``SPARSEMLA_COMBINE_TRIGGER=1``, on a GPU: griddepcontrol.launch_dependents)."""
+    return _COMBINE_TRIGGER and device.type == "cuda" and not interpreting()
+
+
 def _persistent(spec: KernelSpec, config: Config, units: int, device: torch.device) -> bool:
     """``persistent_for`` on ``device`` (a CUDA GPU; never under the interpreter)."""
     if device.type != "cuda" or interpreting():
@@ -560,7 +569,7 @@ class TritonLaunch:
         s_p2 = next_pow2(S)
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
                                dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl,
-                                    PARTS_FIRST=parts_first),
+                                    PARTS_FIRST=parts_first, TRIGGER=_combine_trigger(self.device)),
                                dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)
 
     def _bind_workspace(self, stream: int) -> None:

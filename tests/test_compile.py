@@ -212,11 +212,12 @@ for on in (False, True):
                               "sm90", pdl=on)
     pdl[f"fwd {on}"] = compiled.asm["ptx"].count("griddepcontrol.launch_dependents")
     fn = load_compilable_module(spec).sparse_mla_combine
-    consts = dict(NUM_SPLITS=16, SPLITS_P2=16, BLOCK_DV=512, PDL=on, PARTS_FIRST=on)
+    consts = dict(NUM_SPLITS=16, SPLITS_P2=16, BLOCK_DV=512, PDL=on, PARTS_FIRST=on, TRIGGER=on)
     sig, attrs = _signature(fn, spec, consts)
     compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": 4})
     pdl[f"combine {on}"] = compiled.asm["ptx"].count("griddepcontrol.wait")
+    pdl[f"combine trigger {on}"] = compiled.asm["ptx"].count("griddepcontrol.launch_dependents")
     # PARTS_FIRST (here with PDL): global loads in the SASS before the first max of the LSEs' math
     sass = sass_text(compiled.asm["cubin"])
     pdl[f"combine loads {on}"] = sass.split("FMNMX", 1)[0].count("LDG")
@@ -293,6 +294,8 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     # PDL: one launch_dependents at the Gluon kernel's start, a wait before the combine reads partials
     assert pdl["fwd True"] >= 1 and pdl["combine True"] >= 1, pdl
     assert pdl["fwd False"] == 0 and pdl["combine False"] == 0, pdl
+    # the combine's TRIGGER (SPARSEMLA_COMBINE_TRIGGER): the stream's next kernel may start once its programs have
+    assert pdl["combine trigger True"] == 1 and pdl["combine trigger False"] == 0, pdl
     # PARTS_FIRST: the 16 x 512 partials (16 loads a thread) issued with the LSEs' loads, before their math;
     # without it only the LSEs' loads come first, and the partials' wait for the LSEs to arrive
     assert pdl["combine loads True"] >= 16 + pdl["combine loads False"] and pdl["combine loads False"] <= 6, pdl
