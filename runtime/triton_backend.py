@@ -54,16 +54,18 @@ _STAGED_OUT = os.environ.get("SPARSEMLA_STAGED_OUT", "1") != "0"
 # SPARSEMLA_S_AHEAD=1: the narrow Gluon kernel issues the next tile's S before the softmax (GluonKernel.s_ahead) where
 # that should pay (``s_ahead_for``). Off by default: prepared in session 29 without a GPU, not yet timed on one.
 _S_AHEAD = os.environ.get("SPARSEMLA_S_AHEAD", "0") == "1"
-# SPARSEMLA_TAIL_SPLIT=1: the persistent kernel splits the units of its last round (``tail_split_for``). Off by
-# default: prepared in session 30 without a GPU, not yet timed on one.
-_TAIL_SPLIT = os.environ.get("SPARSEMLA_TAIL_SPLIT", "0") == "1"
-# SPARSEMLA_PDL_WAIT=1: the Gluon attention kernel is launched as a programmatic dependent of the stream's previous
-# kernel and waits for it before touching memory (GluonKernel.pdl_wait). Off by default: prepared in session 30
-# without a GPU, not yet timed on one.
-_PDL_WAIT = os.environ.get("SPARSEMLA_PDL_WAIT", "0") == "1"
+# SPARSEMLA_TAIL_SPLIT=0: the persistent kernel runs its last round's units whole; by default it splits them
+# (``tail_split_for``). Session 30 (an H100, 132 SMs like the H200; benchmarks/results/session30/README.md): whole /
+# tail 1.017-1.020 in three bf16 prefill rows (ABBA, six repetitions), 1.003-1.015 and NoPE 0.990-1.015 on reruns.
+_TAIL_SPLIT = os.environ.get("SPARSEMLA_TAIL_SPLIT", "1") != "0"
+# SPARSEMLA_PDL_WAIT=0: the Gluon attention kernel is launched plainly; by default as a programmatic dependent of the
+# stream's previous kernel, waiting for it before it touches memory (GluonKernel.pdl_wait). Session 30 (an H100):
+# 1.005-1.030x in 10 of 14 rows (bf16 T=1 H=128 9.55 -> 9.30 us), 0.999-1.002 in 3, 0.984 in one (fp8 NoPE T=16 H=16).
+_PDL_WAIT = os.environ.get("SPARSEMLA_PDL_WAIT", "1") != "0"
 # SPARSEMLA_COMBINE_TRIGGER=1: the split-K combine kernel lets the stream's next kernel, if that is launched as a
-# programmatic dependent (SPARSEMLA_PDL_WAIT=1), start its programs as soon as all of its own have started, not when
-# it ends (its TRIGGER). Off by default: prepared in session 30 without a GPU, not yet timed on one.
+# programmatic dependent (the wait above), start its programs as soon as all of its own have started, not when it ends
+# (its TRIGGER). Off by default: session 30 (an H100) found it 1.07x / 1.03x at bf16 T=1 / T=4 H=128 (9.30 -> 8.65 us
+# over the wait alone) but 0.95-0.99x in five other rows (fp8 and model1 T=1 H=128, bf16 T=1 H=64, T=16 H=128).
 _COMBINE_TRIGGER = os.environ.get("SPARSEMLA_COMBINE_TRIGGER", "0") == "1"
 # SPARSEMLA_EXTRA_PARTS=0: a call with an extra cache never runs as two launches and a merge (``PartsLaunch``, each
 # part with its own tuned config, the Gluon kernel's where it has one); by default it does where the one Gluon launch

@@ -508,9 +508,12 @@ def test_the_wide_kernel_writes_through_a_stage_without_split_k(monkeypatch):
 
 def test_the_gluon_fields_the_tools_compile_are_the_runtimes_rules(monkeypatch):
     # runtime/triton_backend.gluon_fields (benchmarks/compile_report.py, ptx_same.py): persistent by persistent_for,
-    # staged without split-K; nothing for split-K or the narrow kernel.
+    # staged without split-K; nothing for split-K or the narrow kernel (the tail split and the wait, on by default,
+    # have tests of their own below).
     monkeypatch.setattr(triton_backend, "_PERSISTENT", True)
     monkeypatch.setattr(triton_backend, "_STAGED_OUT", True)
+    monkeypatch.setattr(triton_backend, "_TAIL_SPLIT", False)
+    monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     bf16, wide = KernelSpec(arch="sm90"), Config(64, 64, 1, 8, 2, gluon=True)
     assert triton_backend.gluon_fields(bf16, wide, 16 * 132, 132) == {"persistent": True, "staged_out": True}
     assert triton_backend.gluon_fields(bf16, wide, 16 * 132 - 1, 132) == {"staged_out": True}
@@ -559,8 +562,11 @@ def test_tail_split_is_a_persistent_staged_variant_and_a_runtime_option(monkeypa
             GluonKernel(spec, 64, tail_split=True, **kw)
     monkeypatch.setattr(triton_backend, "_PERSISTENT", True)
     monkeypatch.setattr(triton_backend, "_STAGED_OUT", True)
+    monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     wide = Config(64, 64, 1, 8, 2, gluon=True)
-    assert "tail_split" not in triton_backend.gluon_fields(spec, wide, 8192, 132)  # off by default
+    assert triton_backend._TAIL_SPLIT == (os.environ.get("SPARSEMLA_TAIL_SPLIT", "1") != "0")  # on by default
+    monkeypatch.setattr(triton_backend, "_TAIL_SPLIT", False)  # SPARSEMLA_TAIL_SPLIT=0
+    assert "tail_split" not in triton_backend.gluon_fields(spec, wide, 8192, 132)
     monkeypatch.setattr(triton_backend, "_TAIL_SPLIT", True)
     assert triton_backend.gluon_fields(spec, wide, 8192, 132) == \
         {"persistent": True, "staged_out": True, "tail_split": True}
@@ -570,10 +576,12 @@ def test_tail_split_is_a_persistent_staged_variant_and_a_runtime_option(monkeypa
 
 
 def test_pdl_wait_is_a_runtime_option_of_every_gluon_kernel(monkeypatch):
-    # SPARSEMLA_PDL_WAIT=1 (GluonKernel.pdl_wait, off by default): every Gluon launch waits for the stream's previous
-    # kernel, whose end its launch overlaps; the module asks for launch_pdl
+    # GluonKernel.pdl_wait (on by default; SPARSEMLA_PDL_WAIT=0 turns it off): every Gluon launch waits for the
+    # stream's previous kernel, whose end its launch overlaps; the module asks for launch_pdl
     from sparsemla.gen.gluon import GluonKernel
     spec, narrow = KernelSpec(num_heads=16, arch="sm90"), Config(16, 64, 4, 8, 2, gluon=True)
+    assert triton_backend._PDL_WAIT == (os.environ.get("SPARSEMLA_PDL_WAIT", "1") != "0")
+    monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     assert "pdl_wait" not in triton_backend.gluon_fields(spec, narrow, 64, 132)
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", True)
     assert triton_backend.gluon_fields(spec, narrow, 64, 132) == {"pdl_wait": True}
