@@ -18,7 +18,7 @@ already run it, at their split count, and rewrite them with the new times. --nar
 candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; 32 heads also as
 two 16-head programs with a bf16 cache) at the shipped split count, half and double it (and 1 from 64
 tokens up), with one loading warp group and, for fp8 caches, two; 16-head programs also with one
-stage, two programs per SM (session 16; --one-stage: only those), and without rope in three stages (session 29).
+stage, two programs per SM (session 16; --one-stage: only those).
 Specs with more than 32 heads get
 narrow programs at T=1 only: 16 heads with 8, 16 or 32 splits (session 16), with one stage 16 or 32,
 and 32 heads with 16 or 32 splits (session 18).
@@ -71,12 +71,11 @@ def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_onl
     warps = (8,) if bf16 else (8, 12)
     # (from 64 tokens up, unsplit lists fill most of the GPU: session 14's T=128 and 256 winners)
     splits = sorted(set(_splits(shipped)) | ({1} if tokens >= 64 else set()))
-    # 16 heads also with one stage, two programs per SM (session 16), and without rope in three stages (session 29)
+    # 16 heads also with one stage, two programs per SM (session 16)
     one_stage = [Config(16, 64, n, 8, 1, gluon=True) for n in splits if 16 in block_hs]
     if one_stage_only:
         return one_stage
-    three = [Config(16, 64, n, w, 3, gluon=True) for w in warps for n in splits if 16 in block_hs and spec.d_qk == 512]
-    return [Config(bh, 64, n, w, 2, gluon=True) for bh in block_hs for w in warps for n in splits] + one_stage + three
+    return [Config(bh, 64, n, w, 2, gluon=True) for bh in block_hs for w in warps for n in splits] + one_stage
 
 
 def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,

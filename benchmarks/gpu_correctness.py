@@ -8,8 +8,7 @@ Prints one line per case; exits 1 on a failure. Arguments: format cases to run (
 whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty; `persistent`: the wide
 kernel at T=1100 with 128 heads, 2200 units, which the runtime runs persistent with a bf16 cache and rope on 132
 SMs and staged otherwise; `tail`: the same at T=1060 with the last round's units split (GluonKernel.tail_split,
-forced on: 2112 whole units, then 4 tokens in 4 splits each, the last token's row all invalid); `st3`: the narrow
-kernel in three stages; `s_ahead`: narrow cases of two or three stages with GluonKernel.s_ahead), or `triton` for
+forced on: 2112 whole units, then 4 tokens in 4 splits each, the last token's row all invalid), or `triton` for
 the Triton kernel's cases only, e.g.
 `python3 benchmarks/gpu_correctness.py auto576 gluon`."""
 import math
@@ -46,32 +45,17 @@ EMPTY_CASES = [(s, f, False, True, h, bh, w, st) for s, h, bh, w, st in (
 GLUON_CASES += EMPTY_CASES
 # the wide kernel without split-K over 2200 units (runtime/triton_backend.persistent_for, _staged_out; session 24)
 PERSISTENT_CASES = [(1, f, False, True, 128, 64, 8, 2) for f in ("plain", "sink+lse")]
-# the narrow kernel in three stages (16 heads, d_qk 512; session 29), run by the formats without rope
-ST3_CASES = [(s, f, False, True, 16, 16, w, 3) for w in (8, 12) for s in (1, 4) for f in ("plain", "sink+lse")]
-# `s_ahead`: narrow cases of two or three stages with GluonKernel.s_ahead (the next tile's S before the softmax;
-# session 29), forced past the runtime's rule (triton_backend.s_ahead_for): four tiles a program, one (split-K),
-# none in most splits (the S issued past the last tile is dropped), two loading groups, 32 heads, three stages
-S_AHEAD_CASES = [(s, f, False, True, h, bh, w, st) for s, f, h, bh, w, st in (
-    (1, "sink+lse", 16, 16, 8, 2), (4, "plain", 128, 16, 8, 2), (16, "sink+lse", 128, 16, 8, 2),
-    (1, "plain", 24, 16, 12, 2), (4, "sink+lse", 32, 32, 8, 2), (1, "sink+lse", 16, 16, 12, 3),
-    (4, "plain", 16, 16, 8, 3))]
-S_AHEAD = "s_ahead" in sys.argv[1:]
-if S_AHEAD:
-    import sparsemla.runtime.triton_backend as tb
-    tb.s_ahead_for = lambda spec, config: config.gluon and config.block_h < 64 and config.num_stages >= 2
 TAIL = "tail" in sys.argv[1:]
-if TAIL:  # (SPARSEMLA_TAIL_SPLIT=1, read at import)
+if TAIL:  # (on by default; forced past SPARSEMLA_TAIL_SPLIT=0, read at import)
     import sparsemla.runtime.triton_backend as tb
     tb._TAIL_SPLIT = True
 only = [a for a in sys.argv[1:]
-        if a not in ("gluon", "narrow", "st1", "fused", "empty", "persistent", "tail", "triton", "st3", "s_ahead")]
+        if a not in ("gluon", "narrow", "st1", "fused", "empty", "persistent", "tail", "triton")]
 TOKENS = 1100 if "persistent" in sys.argv[1:] else 1060 if TAIL else 6
 kernel_cases = TRITON_CASES if "triton" in sys.argv[1:] else FUSED_CASES if "fused" in sys.argv[1:] \
     else PERSISTENT_CASES if "persistent" in sys.argv[1:] or TAIL \
     else EMPTY_CASES if "empty" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
-    else ST3_CASES if "st3" in sys.argv[1:] \
-    else S_AHEAD_CASES if S_AHEAD \
     else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
     else GLUON_CASES if "gluon" in sys.argv[1:] else TRITON_CASES + GLUON_CASES
 for case, (fmt, d_qk, page) in FORMAT_CASES.items():
@@ -80,8 +64,6 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
     for splits, features, px, gl, H, bh, warps, stages in kernel_cases:
         if warps == 12 and fmt == "auto":
             continue  # two loading warp groups: fp8 caches only
-        if stages == 3 and d_qk != 512:
-            continue  # three stages: without rope only
         gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
         T, topk, xtopk, slots = TOKENS, 256, 64, 2048
         cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)

@@ -9,8 +9,7 @@ Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` wi
   heads its N (S^T = K Q^T, O^T = V^T P^T), so no MMA row is padding; one warp group computes, one
   gathers (bf16, cp.async) or dequantizes (fp8), or two dequantize alternate tiles
   (``num_warps=12``). With ``num_stages=1`` (session 16) a program has one stage and at most 128
-  registers per thread, so two programs share an SM and each one's waits hide under the other's work;
-  with 3 (session 29, 16 heads and d_qk 512 only: ~215 KB) the loaders work two tiles ahead.
+  registers per thread, so two programs share an SM and each one's waits hide under the other's work.
 Split-K partials are merged by the Triton module's combine kernel, or (the kernel's FUSED constexpr, chosen
 at launch by runtime/triton_backend._fused) by the last split of each token and head block to finish, which
 finds its counters SYNC_FLOATS floats before the partials.
@@ -26,7 +25,7 @@ from .spec import KernelSpec
 # computing warps (an fp8 cache's kernel has a dequantizing warp group besides), the narrow kernel's
 # warps in all (4 compute, 4 or 8 load).
 _COMMON = dict(block_n=64, num_stages=2, index_prefetch=False, p_exchange=False, l2_prefetch=0)
-_NARROW = dict(_COMMON, num_warps=(8, 12), num_stages=(2, 1, 3))
+_NARROW = dict(_COMMON, num_warps=(8, 12), num_stages=(2, 1))
 FIXED = {64: dict(_COMMON, num_warps=(8,)), 32: _NARROW, 16: _NARROW}
 # float32 counters before the split-K partials in the runtime's workspace (4 per token and head block of a
 # FUSED launch: up to 8192 of them), zeroed once; every FUSED launch leaves them 0.
@@ -69,11 +68,8 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
 
 def _tiling_problem(block_h: int, loaders: int, stages: int, d_qk: int) -> str:
     """What a tiling (heads per program, loading warp groups, stages) lacks ("" if the template has it)."""
-    if block_h not in FIXED or loaders not in (1, 2) or stages not in (1, 2, 3):
-        return "block_h 16, 32 or 64, loaders 1 or 2, stages 1, 2 or 3"
-    if stages == 3 and (block_h, d_qk) != (16, 512):
-        return ("block_h=16 and d_qk 512 (three 64 KB stages beside 16 heads' Q without rope: ~215 KB of shared "
-                "memory)")
+    if block_h not in FIXED or loaders not in (1, 2) or stages not in (1, 2):
+        return "block_h 16, 32 or 64, loaders 1 or 2, stages 1 or 2"
     if block_h == 64 and (loaders, stages) != (1, 2):
         return "block_h 64 has one loading warp group and two stages"
     if stages == 1 and (loaders, block_h) != (1, 16):
@@ -112,7 +108,7 @@ class GluonKernel:
     spec: KernelSpec
     block_h: int = 64
     loaders: int = 1  # the narrow kernel's warp groups that dequantize (fp8) or gather (bf16)
-    stages: int = 2  # the narrow kernel's stages (1: two programs per SM; 3: 16 heads, d_qk 512)
+    stages: int = 2  # the narrow kernel's stages (1: two programs per SM)
     # Where Q is loaded: by the computing warp group once the partitions run, so the loading groups
     # start at once (True), or by its warps before the partitions start (False). None: the rule
     # measured in session 17 (benchmarks/results/session17/README.md): the computing group for an fp8
@@ -161,11 +157,8 @@ class GluonKernel:
     # A bf16 stage arrives by cp.async and needs it; an fp8 stage is stored by group C, which fences its own stores
     # before it arrives, so False drops a redundant fence (session 26; timed in session 28: no gain in three rows).
     ready_fence: bool = True
-    # The narrow kernel with two or three stages issues S of tile j + 1 before tile j's softmax (FA3's overlap inside one warp
-    # group: the softmax runs while the tensor cores compute the next S). Tile j + 1 then has to be in by the time
-    # tile j's S is done, where the plain loop waits for it a whole tile later: expected to pay only where a
-    # program's tiles are all filled up front (two tiles). Session 29, compile-checked only (DEVELOPERS.md).
-    s_ahead: bool = False
+    # (Measured on an H100 in session 30 and removed, see DEVELOPERS.md: s_ahead, the narrow kernel's next S before
+    # the softmax, and its three-stage variant. Commit b395935's template has their code.)
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -207,16 +200,12 @@ class GluonKernel:
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
-        if self.s_ahead and (not self.narrow or self.stages == 1):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, stages={self.stages}, "
-                             "s_ahead=True: expected block_h 16 or 32 and two or three stages (the next tile's S reads "
-                             "another stage)")
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
-                   s_ahead: bool = False, tail_split: bool = False, pdl_wait: bool = False) -> "GluonKernel":
+                   tail_split: bool = False, pdl_wait: bool = False) -> "GluonKernel":
         return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages, persistent=persistent,
-                   staged_out=staged_out, s_ahead=s_ahead, tail_split=tail_split, pdl_wait=pdl_wait)
+                   staged_out=staged_out, tail_split=tail_split, pdl_wait=pdl_wait)
 
     @property
     def narrow(self) -> bool:
@@ -230,7 +219,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + ([f"s{self.stages}"] if self.stages != 2 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
-                 ("nrf", not self.ready_fence), ("sa", self.s_ahead), ("pw", self.pdl_wait),
+                 ("nrf", not self.ready_fence), ("pw", self.pdl_wait),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -248,4 +237,4 @@ class GluonKernel:
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
-                    ready_fence=self.ready_fence, s_ahead=self.s_ahead, profile=self.profile, sync_floats=SYNC_FLOATS)
+                    ready_fence=self.ready_fence, profile=self.profile, sync_floats=SYNC_FLOATS)

@@ -51,9 +51,6 @@ _PERSISTENT = os.environ.get("SPARSEMLA_PERSISTENT", "1") != "0"
 # default, without split-K and not persistent, it writes through a stage (GluonKernel.staged_out; session 24,
 # benchmarks/results/session24/README.md, call 8: 1.025-1.087x in all 10 rows timed, ABBA).
 _STAGED_OUT = os.environ.get("SPARSEMLA_STAGED_OUT", "1") != "0"
-# SPARSEMLA_S_AHEAD=1: the narrow Gluon kernel issues the next tile's S before the softmax (GluonKernel.s_ahead) where
-# that should pay (``s_ahead_for``). Off by default: prepared in session 29 without a GPU, not yet timed on one.
-_S_AHEAD = os.environ.get("SPARSEMLA_S_AHEAD", "0") == "1"
 # SPARSEMLA_TAIL_SPLIT=0: the persistent kernel runs its last round's units whole; by default it splits them
 # (``tail_split_for``). Session 30 (an H100, 132 SMs like the H200; benchmarks/results/session30/README.md): whole /
 # tail 1.017-1.020 in three bf16 prefill rows (ABBA, six repetitions), 1.003-1.015 and NoPE 0.990-1.015 on reruns.
@@ -375,15 +372,6 @@ def tail_split_for(num_tokens: int, head_blocks: int, tiles: int, sms: int) -> t
     return (whole_tokens, splits) if splits >= 2 else None
 
 
-def s_ahead_for(spec: KernelSpec, config: Config) -> bool:
-    """Whether the narrow Gluon kernel runs with GluonKernel.s_ahead (with SPARSEMLA_S_AHEAD=1): where a program's
-    tiles are all filled up front (no more tiles than stages) or it has three stages. With two stages and more tiles
-    the next tile's fill must land right after its stage frees, where the plain loop gives it a whole tile."""
-    if not (_S_AHEAD and config.gluon and config.block_h < 64 and config.num_stages >= 2):
-        return False
-    return config.num_stages == 3 or _tiles(spec, config) <= config.num_stages
-
-
 def _tiles(spec: KernelSpec, config: Config) -> int:
     """The tiles of one program's share of a full top-k list."""
     return -(-spec.topk // (config.num_splits * config.block_n))
@@ -400,8 +388,7 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     tail = _TAIL_SPLIT and persistent and staged_out and tail_split_for(units // head_blocks, head_blocks,
                                                                           _tiles(spec, config), sms)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
-                                        ("tail_split", bool(tail)), ("s_ahead", s_ahead_for(spec, config)),
-                                        ("pdl_wait", _PDL_WAIT and config.gluon)) if on}
+                                        ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon)) if on}
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -546,8 +533,7 @@ class TritonLaunch:
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
-                                                      s_ahead=s_ahead_for(spec, config), tail_split=bool(tail),
-                                                      pdl_wait=_PDL_WAIT))
+                                                      tail_split=bool(tail), pdl_wait=_PDL_WAIT))
             programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
                 else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,

@@ -522,15 +522,6 @@ def test_the_gluon_fields_the_tools_compile_are_the_runtimes_rules(monkeypatch):
         {"persistent": True, "staged_out": True}
     assert triton_backend.gluon_fields(bf16, Config(64, 64, 2, 8, 2, gluon=True), 8192, 132) == {}
     assert triton_backend.gluon_fields(bf16, Config(16, 64, 1, 8, 2, gluon=True), 8192, 132) == {}
-    # s_ahead (SPARSEMLA_S_AHEAD=1, off by default): narrow programs whose tiles are all filled up front, or three stages
-    two_tiles = Config(16, 64, 16, 8, 2, gluon=True)  # 2048 keys over 16 splits: two 64-key tiles a program
-    assert triton_backend.gluon_fields(bf16, two_tiles, 128, 132) == {}
-    monkeypatch.setattr(triton_backend, "_S_AHEAD", True)
-    assert triton_backend.gluon_fields(bf16, two_tiles, 128, 132) == {"s_ahead": True}
-    for cfg in (Config(16, 64, 8, 8, 2, gluon=True), Config(16, 64, 16, 8, 1, gluon=True), wide):
-        assert "s_ahead" not in triton_backend.gluon_fields(bf16, cfg, 128, 132), cfg
-    nope = KernelSpec(kv_format="model1", d_qk=512, page_size=64, num_heads=16, arch="sm90")
-    assert triton_backend.gluon_fields(nope, Config(16, 64, 1, 12, 3, gluon=True), 256, 132) == {"s_ahead": True}
 
 
 def test_the_persistent_kernel_splits_only_its_last_rounds_units():

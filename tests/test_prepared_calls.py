@@ -19,11 +19,10 @@ PREPARED = ["benchmarks/h200_session.sh", "benchmarks/calls/h200_call_tune_gluon
             "benchmarks/calls/h200_call_extra_parts.sh", "benchmarks/calls/h200_call_prefill_rows.sh",
             "benchmarks/calls/h200_call_s28a.sh", "benchmarks/calls/h200_call_s28b.sh",
             "benchmarks/calls/h200_call_s28c.sh", "benchmarks/calls/h200_call_s28e.sh",
-            "benchmarks/calls/h200_call_s29b.sh", "benchmarks/calls/h200_call_s29c.sh",
-            "benchmarks/calls/h200_call_s29d.sh", "benchmarks/calls/h200_call_s30a.sh",
+            "benchmarks/calls/h200_call_s29b.sh", "benchmarks/calls/h200_call_s30a.sh",
             "benchmarks/calls/h200_call_s30b.sh", "benchmarks/calls/h200_call_s30c.sh",
             "benchmarks/calls/h200_call_s30d.sh", "benchmarks/calls/h200_call_s30e.sh",
-            "benchmarks/calls/h200_call_s30f.sh"]
+            "benchmarks/calls/h200_call_s30f.sh", "benchmarks/calls/h200_call_s31b.sh"]
 CUDA_AT_IMPORT = {"benchmarks/gpu_correctness.py"}  # builds its problems on the GPU at import
 
 
