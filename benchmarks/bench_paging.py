@@ -161,8 +161,7 @@ def check_correctness(gen) -> list[str]:
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
             for cfg in (None, PagingConfig(lead_split=8), PagingConfig(lead_split=64, mark_copies=2, chunks=8),
                         PagingConfig(mark_copies=2, mark_spacing=128), PagingConfig(tma_stages=2),
-                        PagingConfig(lead_split=8, tma_stages=6), PagingConfig(lead_split=8, pdl=True),
-                        PagingConfig(tma_stages=3, pdl=True), PagingConfig(chunks=8, pdl=True)):
+                        PagingConfig(lead_split=8, tma_stages=6)):
                 got = paging.page_split(src, src_page_size=P, touched_indices=tok, config=cfg,
                                         out=torch.full(shape, 0xA5, dtype=torch.uint8, device=DEV))
                 assert torch.equal(got, want), f"page_split {P} touched, {cfg}"
@@ -188,7 +187,6 @@ def check_correctness(gen) -> list[str]:
                 dataclasses.replace(spec.default_config(touched=True), mark_claim=True, chunks=4,
                                     lead_split=0),
                 dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0),  # 8K ids: lead path
-                dataclasses.replace(spec.default_config(touched=True), lead_min_ids=0, pdl=True),
                 dataclasses.replace(spec.default_config(touched=True), lead_split=0)):
         checked += check_graph_replay(gen, cfg)
     return checked
@@ -327,14 +325,13 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     # lead 1/4..1/64 differ by 1-2 us); session 11, the lead share listed by one program (first 1K-4K
     # ids; 91-94 us scattered). The chunk copy alone is 3 us faster than the list copy (70.7 vs 73.9
     # us scattered) but with the lead share slower (88.6 us), so it is an option for the plain path.
-    # Session 29 (prepared without a GPU): pdl, the touched path's kernels chained as programmatic dependents, each
-    # letting the next launch as soon as it starts (session 19 launched only the lead's compact that way: 0-0.8 us).
-    variants = [dict(tma_stages=0, lead_split=8), dict(lead_split=0), dict(tma_stages=0, lead_split=0), dict(pdl=True)]
+    # Session 30 (an H100): PagingConfig.pdl, the touched path's kernels chained as programmatic dependents, 3-5% slower
+    # on the three large pools (benchmarks/results/session30/README.md); removed (commit b395935 has it).
+    variants = [dict(tma_stages=0, lead_split=8), dict(lead_split=0), dict(tma_stages=0, lead_split=0)]
     for v in variants:
         mc = dataclasses.replace(cfg, **v)
         label = (f"{_copy_name(mc)}" + ("" if mc.tma_stages else f", w{mc.num_warps} x{mc.programs_per_sm}")
-                 + (f", lead 1/{mc.lead_split} from {mc.lead_min_ids} ids" if mc.lead_split else ", no lead")
-                 + (", PDL" if mc.pdl else ""))
+                 + (f", lead 1/{mc.lead_split} from {mc.lead_min_ids} ids" if mc.lead_split else ", no lead"))
         for ids, what, m, cp, bst, target in ((tok, f"{touched}/{n} pages, ids 256x2048", moved, copy, best, True),
                                               (few, "4 pages, ids 256x2048", few_moved, few_copy, few_best, False),
                                               (near, f"{touched} consecutive pages, ids 256x2048", near_moved, copy,

@@ -65,10 +65,7 @@ class PagingConfig:
     (eager, its launch costs more host time than it saves; under the interpreter, where
     ``PageSplitTma`` does not fit the page sizes, and with mark_claim, whose claims the copy clears,
     the list copy; with the lead share, the rest's copy is the list kernel: its programs start beside
-    the lead's TMA copy),
-    ``pdl``: the touched path's mark, compact and list or chunk copy kernels after the first are launched as
-    programmatic dependents of the kernel before them (PDL, sm90 and later; each waits for its predecessor's
-    grid first, so only the launches overlap; the lead share's TMA copy, on its own stream, is not one)."""
+    the lead's TMA copy)."""
 
     block: int = 1024
     num_warps: int = 4
@@ -82,7 +79,6 @@ class PagingConfig:
     lead_split: int = 0
     lead_min_ids: int = 0
     tma_stages: int = 0
-    pdl: bool = False
 
     def check(self, spec) -> "PagingConfig":
         if not _pow2(self.block) or not 64 <= self.block <= 8192:
@@ -118,8 +114,6 @@ class PagingConfig:
                                 or not 2 <= self.tma_stages <= 8):
             raise ValueError(f"PagingConfig.tma_stages={self.tma_stages!r} for {spec.key}: "
                              f"expected 0 or an int in 2..8")
-        if not isinstance(self.pdl, bool):
-            raise ValueError(f"PagingConfig.pdl={self.pdl!r} for {spec.key}: expected True or False")
         if self.lead_split and (self.mark_claim or self.mark_dedup):
             raise ValueError(f"PagingConfig(lead_split={self.lead_split}, mark_claim={self.mark_claim}, "
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
@@ -393,15 +387,14 @@ def _kernel_variants(spec, config: PagingConfig | None) -> list[tuple[str, dict,
     full, touched = config or spec.default_config(), config or spec.default_config(touched=True)
     return [("page_split_kernel", dict(BLOCK=full.block), full),
             *[("page_mark_kernel", dict(BLOCK=MARK_BLOCK, DEDUP=d, COPIES=touched.mark_copies, CHECK=c,
-                                        SPACING=touched.mark_spacing, PDL=touched.pdl),
+                                        SPACING=touched.mark_spacing),
                PagingConfig(MARK_BLOCK, 4)) for d, c in ((False, False), (True, False), (False, True))],
             *[("page_compact_kernel", dict(BLOCK=COMPACT_BLOCK, COPIES=touched.mark_copies,
-                                           SPACING=touched.mark_spacing, LEAD=lead, PDL=touched.pdl),
-               PagingConfig(COMPACT_BLOCK, 4)) for lead in (False, True)],
+                                           SPACING=touched.mark_spacing, LEAD=lead), PagingConfig(COMPACT_BLOCK, 4))
+              for lead in (False, True)],
             ("page_claim_kernel", dict(BLOCK=MARK_BLOCK), PagingConfig(MARK_BLOCK, 4)),
-            *[("page_split_list_kernel", dict(CLEAR=c, PDL=touched.pdl), touched) for c in (False, True)],
-            *[("page_split_chunk_kernel", dict(CLEAR=c, CHUNKS=touched.chunks or 8, PDL=touched.pdl), touched)
-              for c in (False, True)]]
+            *[("page_split_list_kernel", dict(CLEAR=c), touched) for c in (False, True)],
+            *[("page_split_chunk_kernel", dict(CLEAR=c, CHUNKS=touched.chunks or 8), touched) for c in (False, True)]]
 
 
 def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = None) -> dict:

@@ -140,27 +140,20 @@ def stream_key(device: torch.device) -> tuple:
     return device, stream_handle(device.index) if device.type == "cuda" else 0
 
 
-def _options(num_warps: int, launch_pdl: bool) -> dict:
-    """The JIT launch's compile options (a hit through the launcher needs none)."""
-    return dict(num_warps=num_warps, **COMPILE_OPTIONS, **({"launch_pdl": True} if launch_pdl else {}))
-
-
-def launch(jit_fn, grid, *args, num_warps: int = 4, launch_pdl: bool = False, **constexprs):
+def launch(jit_fn, grid, *args, num_warps: int = 4, **constexprs):
     """``jit_fn[grid](*args, **constexprs, num_warps=num_warps)``, through the compiled launcher
-    once this key has been launched through the JIT (see the module docstring); ``launch_pdl``: as a
-    programmatic dependent of the kernel before it in the stream (Triton's launch option; sm90+)."""
+    once this key has been launched through the JIT (see the module docstring)."""
     if not ENABLED or not _direct_ok(args):
-        return jit_fn[grid](*args, **_options(num_warps, launch_pdl), **constexprs)
+        return jit_fn[grid](*args, num_warps=num_warps, **COMPILE_OPTIONS, **constexprs)
     device = torch.cuda.current_device()
-    key = (jit_fn, device, num_warps, launch_pdl, tuple(sorted(constexprs.items())),
-           tuple(arg_key(a) for a in args))
+    key = (jit_fn, device, num_warps, tuple(sorted(constexprs.items())), tuple(arg_key(a) for a in args))
     known = _compiled.get(key, _MISSING)
     if known is not _MISSING and known is not None:
         g = tuple(grid) + (1,) * (3 - len(grid))
         known.run(g[0], g[1], g[2], stream_handle(device), known.function, known.packed_metadata,
                   None, None, None, *ordered_args(jit_fn, args, constexprs))
         return known
-    compiled = jit_fn[grid](*args, **_options(num_warps, launch_pdl), **constexprs)
+    compiled = jit_fn[grid](*args, num_warps=num_warps, **COMPILE_OPTIONS, **constexprs)
     if known is _MISSING:  # first launch of this key: keep the kernel if its launcher can be called directly
         # JITFunction.run (Triton 3.6 and 3.9) ends with the same call: grid x3, stream, function,
         # packed metadata, launch metadata and two hooks (None: no hook is set), every argument.

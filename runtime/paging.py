@@ -388,49 +388,40 @@ def _captured_or_first(built: set, device, cfg) -> bool:
     return True
 
 
-def _pdl(cfg, device) -> bool:
-    """Whether a touched call chains its kernels as programmatic dependents (``cfg.pdl``, on an sm90+ GPU)."""
-    return bool(cfg.pdl) and device.type == "cuda" and not interpreting() \
-        and torch.cuda.get_device_capability(device)[0] >= 9
-
-
 def touched_launches(mod, src64, dst64, tok, N: int, ratio: int, cfg):
     """page_split's three launches for touched pages, in order: mark, compact (or with
     mark_claim: zero the count, claim), copy (separate so a benchmark can time each)."""
     state = _page_list(src64.device, N, cfg)
-    pdl = _pdl(cfg, src64.device)
-    copy = _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count, pdl=pdl)
+    copy = _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count)
     if cfg.mark_claim:
         return (state.count.zero_,
                 lambda: launch(mod.page_claim_kernel, (-(-tok.numel() // MARK_BLOCK),),
                                tok, tok.numel(), state.claims, N, state.pages, state.count, BLOCK=MARK_BLOCK,
                                num_warps=4),
                 copy)
-    return (_mark(mod, state, tok, N, cfg, state.count, bool(cfg.mark_check), pdl=pdl, first=True),
-            _compact(mod, state, N, cfg, state.pages, state.count, lead=False, pdl=pdl),
+    return (_mark(mod, state, tok, N, cfg, state.count, bool(cfg.mark_check)),
+            _compact(mod, state, N, cfg, state.pages, state.count, lead=False),
             copy)
 
 
-def _mark(mod, state, tok, N: int, cfg, count, check: bool, pdl: bool = False, first: bool = False):
-    """The mark kernel's launch over ``tok`` (it zeroes ``count``, the list it precedes). ``pdl``: in a chain of
-    programmatic dependents, as its ``first`` kernel (launched plainly) or a later one."""
+def _mark(mod, state, tok, N: int, cfg, count, check: bool):
+    """The mark kernel's launch over ``tok`` (it zeroes ``count``, the list it precedes)."""
     return lambda: launch(mod.page_mark_kernel, (-(-tok.numel() // MARK_BLOCK),),
                           tok, tok.numel(), state.marks, N, count, BLOCK=MARK_BLOCK, DEDUP=bool(cfg.mark_dedup),
-                          COPIES=cfg.mark_copies, CHECK=check, SPACING=cfg.mark_spacing, PDL=pdl, num_warps=4,
-                          launch_pdl=pdl and not first)
+                          COPIES=cfg.mark_copies, CHECK=check, SPACING=cfg.mark_spacing, num_warps=4)
 
 
-def _compact(mod, state, N: int, cfg, pages, count, lead: bool, pdl: bool = False):
+def _compact(mod, state, N: int, cfg, pages, count, lead: bool):
     """The compact kernel's launch into ``pages[0:count]`` (``lead``: marks of listed pages become 2)."""
     return lambda: launch(mod.page_compact_kernel, (-(-N // COMPACT_BLOCK),),
                           state.marks, N, pages, count, BLOCK=COMPACT_BLOCK, COPIES=cfg.mark_copies,
-                          SPACING=cfg.mark_spacing, LEAD=lead, PDL=pdl, num_warps=4, launch_pdl=pdl)
+                          SPACING=cfg.mark_spacing, LEAD=lead, num_warps=4)
 
 
-def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: bool = True, pdl: bool = False):
+def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: bool = True):
     """The copy kernel's launch over ``pages[0:count]``: a fixed grid of a few programs per SM
     (with mark_claim it clears the claims of the pages it copies); the TMA copy where ``tma``,
-    ``cfg.tma_stages`` and the GPU allow it (``_tma_copy``; never a programmatic dependent)."""
+    ``cfg.tma_stages`` and the GPU allow it (``_tma_copy``)."""
     if tma and cfg.tma_stages and not cfg.mark_claim:  # (the list kernel clears the claims)
         copy = _tma_copy(mod, src64, dst64, N, cfg, pages, count)
         if copy is not None:
@@ -438,10 +429,9 @@ def _copy(mod, state, src64, dst64, N: int, ratio: int, cfg, pages, count, tma: 
     grid = (min(N * ratio, cfg.programs_per_sm * _num_sms(src64.device)),)
     if cfg.chunks:
         return lambda: launch(mod.page_split_chunk_kernel, grid, src64, dst64, pages, count, N, state.claims,
-                              CLEAR=bool(cfg.mark_claim), CHUNKS=cfg.chunks, PDL=pdl, num_warps=cfg.num_warps,
-                              launch_pdl=pdl)
+                              CLEAR=bool(cfg.mark_claim), CHUNKS=cfg.chunks, num_warps=cfg.num_warps)
     return lambda: launch(mod.page_split_list_kernel, grid, src64, dst64, pages, count, N, state.claims,
-                          CLEAR=bool(cfg.mark_claim), PDL=pdl, num_warps=cfg.num_warps, launch_pdl=pdl)
+                          CLEAR=bool(cfg.mark_claim), num_warps=cfg.num_warps)
 
 
 def _tma_copy(mod, src64, dst64, N: int, cfg, pages, count):
@@ -481,10 +471,9 @@ def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     join. With scattered ids the lead share already names nearly every page, so the big copy
     starts after a short mark instead of the whole one. Under the interpreter: one stream."""
     state = _page_list(src64.device, N, cfg)
-    pdl = _pdl(cfg, src64.device)  # (the main stream's chain; the side stream's copy is launched plainly)
     lead = min(tok.numel(), -(-tok.numel() // (cfg.lead_split * 16)) * 16)  # whole 16s: the rest stays aligned
-    _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check), pdl=pdl, first=True)()
-    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True, pdl=pdl)()
+    _mark(mod, state, tok[:lead], N, cfg, state.lead_count, bool(cfg.mark_check))()
+    _compact(mod, state, N, cfg, state.lead_pages, state.lead_count, lead=True)()
     copy_lead = _copy(mod, state, src64, dst64, N, ratio, cfg, state.lead_pages, state.lead_count)
     main = torch.cuda.current_stream(src64.device) if state.side is not None else None
     if main is not None:
@@ -494,11 +483,11 @@ def _touched_with_lead(mod, src64, dst64, tok, N: int, ratio: int, cfg) -> None:
     else:
         copy_lead()
     if lead < tok.numel():
-        _mark(mod, state, tok[lead:], N, cfg, state.count, True, pdl=pdl)()
+        _mark(mod, state, tok[lead:], N, cfg, state.count, True)()
     else:
         state.count.zero_()
-    _compact(mod, state, N, cfg, state.pages, state.count, lead=False, pdl=pdl)()  # also clears the lead's 2s
+    _compact(mod, state, N, cfg, state.pages, state.count, lead=False)()  # also clears the lead's 2s
     # (the list kernel: TMA programs, a stage of shared memory per page, cannot start beside the lead's)
-    _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count, tma=False, pdl=pdl)()
+    _copy(mod, state, src64, dst64, N, ratio, cfg, state.pages, state.count, tma=False)()
     if main is not None:
         main.wait_stream(state.side)

@@ -256,10 +256,7 @@ def _check_touched(src, got, P, pages, D=64):
                                       # (the TMA copy runs on an sm90+ GPU; here the list copy stands in)
                                       (256, PagingConfig(tma_stages=3)),
                                       (128, PagingConfig(tma_stages=2, mark_claim=True)),
-                                      (512, PagingConfig(lead_split=4, tma_stages=6)),
-                                      # (the kernels chained by PDL on an sm90+ GPU; here launched plainly)
-                                      (256, PagingConfig(lead_split=2, pdl=True)),
-                                      (128, PagingConfig(chunks=4, pdl=True))])
+                                      (512, PagingConfig(lead_split=4, tma_stages=6))])
 def test_page_split_touched_list_strides_and_resets(P, config):
     # More destination pages than programs: each program strides over the list; duplicates,
     # -1 and ids past the pool list nothing twice; the device state is back to zero after a call,
@@ -410,13 +407,13 @@ def test_page_mark_and_compact_list_each_page_once():
         count = torch.full((1,), 12345, dtype=torch.int32)  # the mark kernel zeroes it
         mod.page_mark_kernel[(-(-tok.numel() // block),)](tok, tok.numel(), marks, N, count, BLOCK=block,
                                                           DEDUP=dedup, COPIES=copies, CHECK=check,
-                                                          SPACING=spacing, PDL=False)
+                                                          SPACING=spacing)
         assert int(count) == 0 and marks[:, :, 0].amax(0).nonzero().view(-1).tolist() == sorted(pages), dedup
         assert (marks[:, :, 1:] == 0).all()  # a mark is the first byte of its spacing
         if copies > 1:
             assert (marks.sum((1, 2)) > 0).sum() > 1  # the programs spread over the rows
         mod.page_compact_kernel[(-(-N // block),)](marks, N, listed, count, BLOCK=block, COPIES=copies,
-                                                   SPACING=spacing, LEAD=False, PDL=False)
+                                                   SPACING=spacing, LEAD=False)
         assert int(count) == len(pages)
         assert sorted(listed[:len(pages)].tolist()) == sorted(pages)
         assert (listed[len(pages):] == -7).all()
@@ -527,8 +524,6 @@ def test_spec_validation():
         with pytest.raises(ValueError,
                            match=rf"PagingConfig.tma_stages={stages!r} for page_split-sm120.*0 or an int in 2..8"):
             PagingConfig(tma_stages=stages).check(spec)
-    with pytest.raises(ValueError, match=r"PagingConfig.pdl=1 for page_split-sm120.*True or False"):
-        PagingConfig(pdl=1).check(spec)
     assert sparsemla.gen.load_module(spec).SPEC_KEY == spec.key
 
 
@@ -578,11 +573,6 @@ for spec in (PageSplitSpec(256, 64), PageSplitSpec(64, 16), PageSplitSpec(512, 1
             shared = {k: v for k, v in compile_paging(spec, arch, tma).items() if k.startswith("page_split_tma")}
             assert len(shared) == 1, shared
             res[spec.key + "@" + arch + " tma"] = max(shared.values()) <= ARCHS[arch].smem_bytes
-# the touched path's kernels chained as programmatic dependents (PagingConfig.pdl)
-import dataclasses
-for arch in ("sm90", "sm120"):
-    shared = compile_paging(PageSplitSpec(256, 64), arch, dataclasses.replace(tma, pdl=True))
-    assert any("'PDL': True" in k for k in shared), shared
 # where the page sizes do not fit the arch, the runtime runs the list copy: nothing to compile, no error
 assert not any(k.startswith("page_split_tma") for k in compile_paging(PageSplitSpec(512, 128), "sm120", tma))
 print(json.dumps(res))
