@@ -62,7 +62,7 @@ _PDL_WAIT = os.environ.get("SPARSEMLA_PDL_WAIT", "1") != "0"
 # SPARSEMLA_COMBINE_TRIGGER=1: the split-K combine kernel lets the stream's next kernel, if that is launched as a
 # programmatic dependent (the wait above), start its programs as soon as all of its own have started, not when it ends
 # (its TRIGGER). Off by default: session 30 (an H100) found it 1.07x / 1.03x at bf16 T=1 / T=4 H=128 (9.30 -> 8.65 us
-# over the wait alone) but 0.95-0.99x in five other rows (fp8 and model1 T=1 H=128, bf16 T=1 H=64, T=16 H=128).
+# over the wait alone) but 0.94-0.99x in five other rows (fp8 and model1 T=1 H=128, bf16 T=1 H=64, T=16, T=128).
 _COMBINE_TRIGGER = os.environ.get("SPARSEMLA_COMBINE_TRIGGER", "0") == "1"
 # SPARSEMLA_EXTRA_PARTS=0: a call with an extra cache never runs as two launches and a merge (``PartsLaunch``, each
 # part with its own tuned config, the Gluon kernel's where it has one); by default it does where the one Gluon launch
