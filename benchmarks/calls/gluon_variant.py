@@ -37,9 +37,9 @@ def with_fields(fields: dict | None):
     def for_config(cls, spec, config, **launch_fields):
         # The rules' fields (None: derived in __post_init__) are derived again for the variant unless it
         # sets them: the plain kernel's q_regs=4 would otherwise ride along into two_consumers=True.
-        # launch_fields are the runtime's launch rules and pass through: persistent and staged_out, which the launch
-        # sizes its grid by (patch the rules, e.g. triton_backend._persistent, to change them), and s_ahead, which a
-        # variant's fields may set.
+        # launch_fields are the runtime's launch rules and pass through: persistent, staged_out and tail_split, which
+        # the launch sizes its grid by (patch the rules, e.g. triton_backend._persistent, to change them), and
+        # pdl_wait, which a variant's fields may set.
         derived = {f: None for f in _DERIVED if f not in fields}
         return dataclasses.replace(_PLAIN_FOR_CONFIG.__func__(cls, spec, config, **launch_fields), **derived,
                                    **fields)
