@@ -9,7 +9,7 @@ warmed up on the tuner's rotating timing inputs, then one call on a set it has n
 clock cycles of the program's SM, and the spread of the programs' starts and ends (global timer, ns).
 The stamps cost a few cycles each; the outputs of the profile build are correct.
 
-  python3 benchmarks/calls/gluon_timeline.py [--rows bf16:128:1,fp8:16:256,bf16:128:128] [--with ready_fence=False]
+  python3 benchmarks/calls/gluon_timeline.py [--rows bf16:128:1,fp8:16:256,bf16:128:128] [--with q_async=False]
   (on the GPU after `pip install .`; rows as gluon_variant.py takes them, FORMAT:H:T[:CONFIG]; --with sets more
   GluonKernel fields, as gluon_variant.py's variants)
 """
