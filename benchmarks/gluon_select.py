@@ -18,8 +18,7 @@ already run it, at their split count, and rewrite them with the new times. --nar
 candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; 32 heads also as
 two 16-head programs with a bf16 cache) at the shipped split count, half and double it (and 1 from 64
 tokens up), with one loading warp group and, for fp8 caches, two; 16-head programs also with one
-stage, two programs per SM (session 16; --one-stage: only those).
-Specs with more than 32 heads get
+stage, two programs per SM (session 16; --one-stage: only those). Specs with more than 32 heads get
 narrow programs at T=1 only: 16 heads with 8, 16 or 32 splits (session 16), with one stage 16 or 32,
 and 32 heads with 16 or 32 splits (session 18).
 --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as

@@ -106,7 +106,7 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         lerr = (lse.cpu().double()[fin] - rlse[fin]).abs().max().item()
         ok = (torch.isfinite(out).all().item() and err < 1e-2 and lerr < 2e-2
               and torch.equal(torch.isfinite(lse.cpu()), fin))
-        kern = 'px' if px else f'gl h{bh} w{warps}' + (f' st{stages}' if stages != 2 else '') if gl else '  '
+        kern = 'px' if px else f'gl h{bh} w{warps}' + (' st1' if stages == 1 else '') if gl else '  '
         tokens = f" T={T}" if T != 6 else ""
         print(f"{case:14s}{tokens} H={H:3d} splits={splits} {features:15s} {kern:11s} rel err {err:.2e} "
               f"lse err {lerr:.1e} {'ok' if ok else 'FAIL'}")

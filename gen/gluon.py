@@ -60,13 +60,13 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
                 f" with gluon=True and block_h={config.block_h} (the Gluon kernel's fixed tiling)"
     if config.num_warps == 12 and spec.kv_format == "auto":
         return "num_warps", "8 with a bf16 cache (two dequantizing warp groups are for fp8 caches)"
-    why = _tiling_problem(config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages, spec.d_qk)
+    why = _tiling_problem(config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
     if why:  # (FIXED holds the wide kernel to its tiling, so only the stage rule is left)
         return "num_stages", f"2 unless {why}"
     return "", ""
 
 
-def _tiling_problem(block_h: int, loaders: int, stages: int, d_qk: int) -> str:
+def _tiling_problem(block_h: int, loaders: int, stages: int) -> str:
     """What a tiling (heads per program, loading warp groups, stages) lacks ("" if the template has it)."""
     if block_h not in FIXED or loaders not in (1, 2) or stages not in (1, 2):
         return "block_h 16, 32 or 64, loaders 1 or 2, stages 1 or 2"
@@ -196,7 +196,7 @@ class GluonKernel:
         if not self.ready_fence and self.spec.kv_format == "auto":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with ready_fence=False: expected an fp8 cache "
                              "(a bf16 stage arrives by cp.async, whose writes the computing group must fence)")
-        why = _tiling_problem(self.block_h, self.loaders, self.stages, self.spec.d_qk)
+        why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
@@ -216,7 +216,7 @@ class GluonKernel:
         """What sets this variant apart, as name parts (after the spec's key and "gluon")."""
         parts = []
         if self.narrow:
-            parts += [f"h{self.block_h}", f"l{self.loaders}"] + ([f"s{self.stages}"] if self.stages != 2 else [])
+            parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
                  ("nrf", not self.ready_fence), ("pw", self.pdl_wait),
