@@ -377,6 +377,14 @@ def _tiles(spec: KernelSpec, config: Config) -> int:
     return -(-spec.topk // (config.num_splits * config.block_n))
 
 
+def _tail(spec: KernelSpec, config: Config, num_tokens: int, sms: int, persistent: bool,
+          staged_out: bool) -> tuple[int, int] | None:
+    """``tail_split_for`` of a launch (None where the kernel is not persistent and staged, or SPARSEMLA_TAIL_SPLIT=0)."""
+    if not (_TAIL_SPLIT and persistent and staged_out):
+        return None
+    return tail_split_for(num_tokens, -(-spec.num_heads // config.block_h), _tiles(spec, config), sms)
+
+
 def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict:
     """The GluonKernel fields beyond ``GluonKernel.for_config``'s that the runtime sets for a Gluon ``config``
     running ``units`` (token, head block, split) on a GPU of ``sms`` SMs, those that are on (the launch below
@@ -384,9 +392,7 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     table's entries."""
     persistent = persistent_for(spec, config, units, sms)
     staged_out = _staged_out(config, persistent)
-    head_blocks = -(-spec.num_heads // config.block_h)
-    tail = _TAIL_SPLIT and persistent and staged_out and tail_split_for(units // head_blocks, head_blocks,
-                                                                          _tiles(spec, config), sms)
+    tail = _tail(spec, config, units // -(-spec.num_heads // config.block_h), sms, persistent, staged_out)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
                                         ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon)) if on}
 
@@ -500,8 +506,8 @@ class TritonLaunch:
         staged_out = not split_k and _staged_out(config, persistent)
         # The persistent kernel's last round split (GluonKernel.tail_split): tokens from tail_t0 on run as S splits
         # whose partials the combine merges into out[tail_t0:]; the kernel takes S as its num_splits.
-        tail = persistent and staged_out and _TAIL_SPLIT and tail_split_for(
-            T, head_blocks, _tiles(spec, config), torch.cuda.get_device_properties(q.device).multi_processor_count)
+        sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else 0
+        tail = _tail(spec, config, T, sms, persistent, staged_out)
         self.tail_t0 = None
         parts_t = T  # the tokens with partials
         if tail:
@@ -534,8 +540,7 @@ class TritonLaunch:
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
                                                       tail_split=bool(tail), pdl_wait=_PDL_WAIT))
-            programs = min(grid, torch.cuda.get_device_properties(q.device).multi_processor_count) if persistent \
-                else grid
+            programs = min(grid, sms) if persistent else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
                                dict(SPLIT_K=split_k, PDL=pdl, FUSED=S if fused else 0,
                                     **({"X_SPLITS": x_splits} if x_splits else {})),
