@@ -20,7 +20,7 @@ import torch
 import sparsemla.runtime.api as api
 import sparsemla.runtime.triton_backend as tb
 from persistent import correctness  # (the script's folder)
-from variant_rows import time_rows
+from variant_rows import time_rows, wide_unsplit
 
 VARIANTS = ("staged", "persistent", "persistent+staged")
 ORDERS = ((0, 1, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0), (1, 0, 2), (0, 2, 1))
@@ -28,13 +28,9 @@ ROWS = "bf16:64:128,bf16:4096:128,bf16:4096:64,bf16_nope:4096:128,bf16_nope:4096
 _rules = (tb._persistent, tb._staged_out)
 
 
-def _wide(spec, config) -> bool:
-    return config.gluon and config.block_h == 64 and config.num_splits == 1 and spec.kv_format == "auto"
-
-
 def variant(name: str) -> None:
     on = "persistent" in name
-    tb._persistent = lambda spec, config, units, device: on and _wide(spec, config) and units > 132
+    tb._persistent = lambda spec, config, units, device: on and wide_unsplit(spec, config) and units > 132
     tb._staged_out = lambda config, persistent: "staged" in name and config.gluon and config.block_h == 64 \
         and config.num_splits == 1
     api.clear_call_cache()  # (a prepared launch keeps the kernel it was made with)

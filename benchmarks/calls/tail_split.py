@@ -22,7 +22,7 @@ import torch
 import sparsemla.runtime.api as api
 import sparsemla.runtime.triton_backend as tb
 from persistent import correctness  # (the script's folder)
-from variant_rows import alternating, time_rows
+from variant_rows import alternating, time_rows, wide_unsplit
 
 ROWS = "bf16:4096:128,bf16:4096:64,bf16_nope:4096:128,bf16:2048:128"
 _persistent = tb._persistent
@@ -31,8 +31,8 @@ _persistent = tb._persistent
 def variant(tail: bool, forced: bool) -> None:
     """The runtime with the tail split off or on; ``forced``: persistent for every wide grid of more units than SMs."""
     tb._TAIL_SPLIT = tail
-    tb._persistent = (lambda spec, config, units, device: config.gluon and config.block_h == 64
-                      and config.num_splits == 1 and spec.kv_format == "auto" and units > 132) if forced else _persistent
+    tb._persistent = (lambda spec, config, units, device: wide_unsplit(spec, config) and units > 132) if forced \
+        else _persistent
     api.clear_call_cache()  # (a prepared launch keeps the kernel it was made with)
 
 

@@ -15,6 +15,12 @@ from sparsemla.gen.suite import suite_spec
 from sparsemla.runtime.dispatch import select_config
 
 
+def wide_unsplit(spec, config) -> bool:
+    """Whether ``config`` runs the wide Gluon kernel without split-K on a bf16 cache: what can run persistent (the
+    scripts that force the persistent kernel past runtime/triton_backend.persistent_for's rounds take these)."""
+    return config.gluon and config.block_h == 64 and config.num_splits == 1 and spec.kv_format == "auto"
+
+
 
 def timed_in_orders(sets, config, variants: dict, orders, skip=()) -> dict:
     """{name: us per call, one per order} of ``variants`` ({name: function that sets the runtime up}, the
