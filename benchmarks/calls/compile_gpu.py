@@ -4,7 +4,9 @@ cache as a plain input and marked static), checked
 against the eager call (the same kernels, so equal up to the graph's own arithmetic) and timed per call beside
 it. The CPU tests cover Dynamo's graphs, AOT functionalization and opcheck; this adds Inductor's code and its
 CUDA graphs around the Triton/Gluon kernels and the split-K workspace.
-Run on the GPU after `pip install .`:  python3 benchmarks/calls/compile_gpu.py [--rows bf16:4:128,...]
+Run on the GPU after `pip install .`:  python3 benchmarks/calls/compile_gpu.py [--rows bf16:4:128,...] [--profile]
+(--profile: after each mode's timing, the GPU work of 10 calls under torch.profiler -- kernels, copies, memsets
+per call -- to show what a compiled call runs beside the attention kernels)
 (--cpu: a smoke run of the script itself, on the CPU's reference path, without CUDA graphs)
 """
 import argparse
@@ -32,10 +34,38 @@ def wall_us(fn, dev, n=200):
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def gpu_work(label, fn, dev, calls=10):
+    """Print the GPU activities (kernels, copies, memsets) of ``calls`` calls of ``fn``: us per call and
+    count per call by name, the largest first, and their sum beside the wall time per call. (On the CPU,
+    a smoke run: the operators' own CPU time instead.)"""
+    from torch.profiler import ProfilerActivity, profile
+    cuda = dev.type == "cuda"
+    sync = (lambda: torch.cuda.synchronize(dev)) if cuda else (lambda: None)
+    fn()
+    sync()
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        for _ in range(calls):
+            fn()
+        sync()
+    wall = (time.perf_counter() - t0) / calls * 1e6
+    if cuda:
+        rows = [(e.device_time_total / calls, e.count / calls, e.key) for e in prof.key_averages()
+                if e.device_type == torch.autograd.DeviceType.CUDA and e.device_time_total > 0]
+    else:
+        rows = [(e.self_cpu_time_total / calls, e.count / calls, e.key) for e in prof.key_averages()]
+    rows.sort(reverse=True)
+    what = "GPU work" if cuda else "CPU self time"
+    print(f"  {label}: {what} {sum(r[0] for r in rows):.1f} us per call, wall {wall:.1f} us per call (profiled)")
+    for us, n, key in rows[:12]:
+        print(f"    {us:9.1f} us  x{n:5.1f}  {key[:110]}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default=ROWS, help="comma list of FORMAT:T:H")
     ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="print each mode's GPU work per call (torch.profiler)")
     args = ap.parse_args()
     dev = torch.device("cpu" if args.cpu else "cuda")
     # "+static": the cache marked with torch._dynamo.mark_static_address, which spares CUDA-graph trees their
@@ -76,6 +106,9 @@ def main() -> int:
                 print(f"ERROR {name} T={T} H={H} {mode}: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
             ok_all &= ok
             print(f"| {name} | {T} | {H} | {mode} | {diff:.1e}{'' if ok else ' FAIL'} | {t_e:.1f} | {t_c:.1f} |")
+            if args.profile and ok:
+                for label, fn in (("eager", lambda: f(q, idx, sink)), (mode, lambda: g(q, idx, sink))):
+                    gpu_work(f"{name} T={T} H={H} {label}", fn, dev)
     print("correctness:", "all ok" if ok_all else "FAILED")
     return 0 if ok_all else 1
 
