@@ -157,6 +157,11 @@ class GluonKernel:
     # A bf16 stage arrives by cp.async and needs it; an fp8 stage is stored by group C, which fences its own stores
     # before it arrives, so False drops a redundant fence (session 26; timed in session 28: no gain in three rows).
     ready_fence: bool = True
+    # Group C applies model1's ue8m0 scales to the bf16 values, two a multiply (HMUL2.BF16), not to the float32 ones
+    # before packing them (the same values: the scale is a power of two). 112 fewer instructions a tile in the
+    # narrow kernel's C loop (1003 in SASS, Triton 3.6), whose count tracks the fp8 formats' T=256 H=16 times
+    # (session 31: a candidate, off).
+    bf16_scale: bool = False
     # (Measured on an H100 in session 30 and removed, see DEVELOPERS.md: s_ahead, the narrow kernel's next S before
     # the softmax, and its three-stage variant. Commit b395935's template has their code.)
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
@@ -196,6 +201,9 @@ class GluonKernel:
         if not self.ready_fence and self.spec.kv_format == "auto":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with ready_fence=False: expected an fp8 cache "
                              "(a bf16 stage arrives by cp.async, whose writes the computing group must fence)")
+        if self.bf16_scale and self.spec.kv_format != "model1":
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with bf16_scale=True: expected kv_format 'model1' "
+                             "(ue8m0 scales, exact in bf16; fp8_ds_mla's float32 scales would round)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -219,7 +227,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
-                 ("nrf", not self.ready_fence), ("pw", self.pdl_wait),
+                 ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("bs", self.bf16_scale),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -237,4 +245,5 @@ class GluonKernel:
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
-                    ready_fence=self.ready_fence, profile=self.profile, sync_floats=SYNC_FLOATS)
+                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, profile=self.profile,
+                    sync_floats=SYNC_FLOATS)

@@ -280,3 +280,32 @@ def test_the_ready_fence_variant_drops_the_computing_groups_fence_for_fp8_stages
         assert a.count("fence_async_shared()") == b.count("fence_async_shared()") + 1, block_h
     with pytest.raises(ValueError, match="ready_fence=False: expected an fp8 cache"):
         GluonKernel(KernelSpec(arch="sm90"), 16, ready_fence=False)
+
+
+def test_the_bf16_scale_variant_scales_model1s_bf16_values():
+    # GluonKernel.bf16_scale (session 31, a candidate): group C multiplies the packed bf16 values by the ue8m0 scale
+    # as a bf16 (a power of two: the same values) instead of the float32 ones; refused where a scale would round.
+    from sparsemla.gen.gluon import GluonKernel
+    from sparsemla.gen.render import render_source
+    spec = KernelSpec(kv_format="model1", d_qk=512, page_size=64, arch="sm90")
+    for block_h in (16, 64):
+        shipped, variant = GluonKernel(spec, block_h), GluonKernel(spec, block_h, bf16_scale=True)
+        assert variant.key == shipped.key + "-bs"
+        a, b = render_source(shipped), render_source(variant)
+        assert a.count("<< 23).to(gl.float32, bitcast=True)") == 7 and "<< 7).to(gl.bfloat16" not in a
+        assert b.count("<< 7).to(gl.bfloat16, bitcast=True)") == 7 and "<< 23)" not in b
+    for kv_format, d_qk in (("fp8_ds_mla", 576), ("fp8_e4m3", 576), ("auto", 576)):
+        with pytest.raises(ValueError, match="bf16_scale=True: expected kv_format 'model1'"):
+            GluonKernel(KernelSpec(kv_format=kv_format, d_qk=d_qk, page_size=64, arch="sm90"), 16, bf16_scale=True)
+
+
+def test_bf16_scales_give_the_float32_paths_values():
+    # The two conversions of bf16_scale's branches, in torch, over every e4m3 byte and every ue8m0 byte whose
+    # products stay in bf16's normal range (ue8m0 bytes 1..254; 0 and 255 are 0 and inf/NaN in both): equal.
+    v = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn).float()
+    v = v[~v.isnan()]
+    for byte in range(1, 255):
+        f32 = (v * torch.tensor([byte << 23], dtype=torch.int32).view(torch.float32)).to(torch.bfloat16)
+        bf = v.to(torch.bfloat16) * torch.tensor([byte << 7], dtype=torch.int16).view(torch.bfloat16)
+        tiny = f32.float().abs() < 2.0 ** -126  # below bf16's normal range (the GPU may flush either)
+        assert torch.equal(f32[~tiny], bf[~tiny]), byte

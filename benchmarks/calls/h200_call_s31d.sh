@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 31: GluonKernel.bf16_scale (group C applies model1's ue8m0 scales to the packed bf16 values: 1003 -> 877
+# instructions a tile in the narrow kernel's C loop, SASS of Triton 3.6) against the shipped kernels of four model1 rows,
+# each checked like a tuning trial, timed shipped / on / off / on in one process (gluon_variant.py); then the suite's
+# bench of the fp8 formats' T=1 and T=4 rows at 128 heads (their Gluon kernels now wait for the stream's previous
+# kernel, GluonKernel.pdl_wait) against FlashInfer in the same process, for ../results/NVIDIA_H200.md.
+#   bash benchmarks/calls/h200_call_s31d.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
+set -u
+export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
+check_tables
+echo "== $(nvidia-smi --query-gpu=name --format=csv,noheader)"
+timeout 240 python3 benchmarks/calls/gluon_variant.py bf16_scale=True bf16_scale=False bf16_scale=True \
+  --rows model1:16:256,model1:16:64,model1:64:128,model1:128:4 > "$OUT/bf16_scale.log" 2>&1
+echo "== gluon_variant rc=$?"; grep "^| \|FAILED\|Error" "$OUT/bf16_scale.log" | cut -c1-160
+bench_within 300 "" "fp8 128 1,4" "model1 128 1,4" "fp8_ds_mla 128 1,4" "fp8_nope 128 1,4"
+pack_out
