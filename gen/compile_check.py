@@ -171,6 +171,32 @@ def sass_opcode_counts(cubin: bytes, opcodes=("HGMMA", "HMMA", "LDGSTS", "STL", 
     return {op: sum(1 for o in ops if o == op) for op in opcodes}
 
 
+_SASS_LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", re.M)
+
+
+def sass_loops(sass: str, min_instructions: int = 30) -> list[tuple[int, int, dict[str, int]]]:
+    """The innermost loops of a SASS listing (``sass_text``): each backward branch's body, as (first address,
+    branch address, instruction count by opcode without modifiers), for bodies of at least ``min_instructions``
+    that hold no other such body. What a warp issues per trip: e.g. a warp-specialized kernel's tile loop per
+    partition (the one with HGMMA computes, the one with LDGSTS or F2FP loads or dequantizes)."""
+    code = [(int(a, 16), text) for a, text in _SASS_LINE.findall(sass)]
+    at = {a: i for i, (a, _) in enumerate(code)}
+    bodies = []
+    for i, (a, text) in enumerate(code):
+        m = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) <= a and int(m.group(1), 16) in at and i + 1 - at[int(m.group(1), 16)] >= min_instructions:
+            bodies.append((at[int(m.group(1), 16)], i))
+    inner = [(lo, hi) for lo, hi in bodies if not any(lo <= l2 and h2 <= hi and (l2, h2) != (lo, hi) for l2, h2 in bodies)]
+    out = []
+    for lo, hi in sorted(set(inner)):
+        ops: dict[str, int] = {}
+        for _, text in code[lo:hi + 1]:
+            op = re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0]
+            ops[op] = ops.get(op, 0) + 1
+        out.append((code[lo][0], code[hi][0], dict(sorted(ops.items(), key=lambda kv: -kv[1]))))
+    return out
+
+
 def compile_for_arch(spec: KernelSpec, config: Config, arch: str | None = None,
                      kernel: str = "sparse_mla_fwd") -> CompileReport:
     """Compile ``kernel`` of ``spec``'s module with ``config`` for ``arch`` (default spec.arch)."""

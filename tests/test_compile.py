@@ -365,3 +365,20 @@ def test_the_two_launch_merge_compiles():
     assert res.returncode == 0, res.stderr[-2000:]
     for arch, (regs, spills) in json.loads(res.stdout.strip().splitlines()[-1]).items():
         assert regs > 0 and spills == 0, (arch, regs, spills)
+
+
+def test_sass_loops_reports_innermost_loop_bodies():
+    # A listing as cuobjdump prints it: an outer loop (0x0010-0x0140) around an inner one (0x0030-0x0120), a short
+    # loop below the size limit, and a forward branch. Only the inner body is reported, its opcodes counted without
+    # modifiers or predicates.
+    from sparsemla.gen.compile_check import sass_loops
+
+    def line(addr, text):
+        return f"        /*{addr:04x}*/                   {text} ;                /* 0x000fe20000000f00 */"
+    body = [line(0x0000, "MOV R1, c[0x0][0x28]"), line(0x0010, "IMAD R2, R3, R4, R5")]
+    body += [line(0x0020 + 16 * i, "@P0 F2FP.BF16.F32.PACK_AB R6, R7, R8" if i % 2 else "HADD2.F32 R7, -RZ, R9.H0_H0")
+             for i in range(16)]
+    body += [line(0x0120, "@P1 BRA 0x20"), line(0x0130, "BRA 0x140"), line(0x0140, "@!P2 BRA 0x10"),
+             line(0x0150, "NOP"), line(0x0160, "BRA 0x150"), line(0x0170, "EXIT")]
+    loops = sass_loops("\n".join(body), min_instructions=10)
+    assert loops == [(0x20, 0x120, {"HADD2": 8, "F2FP": 8, "BRA": 1})]
