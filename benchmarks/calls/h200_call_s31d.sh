@@ -15,7 +15,7 @@ timeout 240 python3 benchmarks/calls/gluon_variant.py bf16_scale=True bf16_scale
   --rows model1:16:256,model1:16:64,model1:64:128,model1:128:4 > "$OUT/bf16_scale.log" 2>&1
 echo "== gluon_variant rc=$?"; grep "^| \|FAILED\|Error" "$OUT/bf16_scale.log" | cut -c1-160
 case "$gpu" in
-  *H200*) bench_within 300 "" "fp8 128 1,4" "model1 128 1,4" "fp8_ds_mla 128 1,4" "fp8_nope 128 1,4" ;;
+  *H200*) bench_within 220 "" "fp8 128 1,4" "model1 128 1,4" "fp8_ds_mla 128 1,4" "fp8_nope 128 1,4" ;;
   *) timeout 180 python3 benchmarks/calls/compile_gpu.py --rows bf16:128:128 --profile > "$OUT/compile_gpu.log" 2>&1
      echo "== not an H200: compile_gpu rc=$?"; grep -v "^USDT\|^STAGE\|^\[W" "$OUT/compile_gpu.log" | tail -60 | cut -c1-150 ;;
 esac
