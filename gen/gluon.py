@@ -162,6 +162,10 @@ class GluonKernel:
     # narrow kernel's C loop (1003 in SASS, Triton 3.6), whose count tracks the fp8 formats' T=256 H=16 times
     # (session 31: a candidate, off).
     bf16_scale: bool = False
+    # The narrow kernel's reference max moves only where a head's max grew by more than 8 (log2 units), so most
+    # tiles skip O^T's rescale (64 multiplies a thread) and its exp2 (FlashAttention-4's lazy rescaling; session 31:
+    # a candidate, off).
+    lazy_rescale: bool = False
     # (Measured on an H100 in session 30 and removed, see DEVELOPERS.md: s_ahead, the narrow kernel's next S before
     # the softmax, and its three-stage variant. Commit b395935's template has their code.)
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
@@ -201,6 +205,9 @@ class GluonKernel:
         if not self.ready_fence and self.spec.kv_format == "auto":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with ready_fence=False: expected an fp8 cache "
                              "(a bf16 stage arrives by cp.async, whose writes the computing group must fence)")
+        if self.lazy_rescale and not self.narrow:
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, lazy_rescale=True: "
+                             "expected block_h 16 or 32 (the wide kernel's alpha goes to group A through shared memory)")
         if self.bf16_scale and self.spec.kv_format != "model1":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with bf16_scale=True: expected kv_format 'model1' "
                              "(ue8m0 scales, exact in bf16; fp8_ds_mla's float32 scales would round)")
@@ -228,6 +235,7 @@ class GluonKernel:
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
                  ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("bs", self.bf16_scale),
+                 ("lr", self.lazy_rescale),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -245,5 +253,6 @@ class GluonKernel:
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
-                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, profile=self.profile,
+                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale,
+                    lazy_rescale=self.lazy_rescale, profile=self.profile,
                     sync_floats=SYNC_FLOATS)
