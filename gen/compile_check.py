@@ -184,9 +184,11 @@ def sass_loops(sass: str, min_instructions: int = 30) -> list[tuple[int, int, di
     bodies = []
     for i, (a, text) in enumerate(code):
         m = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
-        if m and int(m.group(1), 16) <= a and int(m.group(1), 16) in at and i + 1 - at[int(m.group(1), 16)] >= min_instructions:
-            bodies.append((at[int(m.group(1), 16)], i))
-    inner = [(lo, hi) for lo, hi in bodies if not any(lo <= l2 and h2 <= hi and (l2, h2) != (lo, hi) for l2, h2 in bodies)]
+        target = int(m.group(1), 16) if m else None
+        if target is not None and target <= a and target in at and i + 1 - at[target] >= min_instructions:
+            bodies.append((at[target], i))
+    inner = [(lo, hi) for lo, hi in bodies
+             if not any(lo <= lo2 and hi2 <= hi and (lo2, hi2) != (lo, hi) for lo2, hi2 in bodies)]
     out = []
     for lo, hi in sorted(set(inner)):
         ops: dict[str, int] = {}

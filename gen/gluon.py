@@ -158,9 +158,9 @@ class GluonKernel:
     # before it arrives, so False drops a redundant fence (session 26; timed in session 28: no gain in three rows).
     ready_fence: bool = True
     # Group C applies model1's ue8m0 scales to the bf16 values, two a multiply (HMUL2.BF16), not to the float32 ones
-    # before packing them (the same values: the scale is a power of two). 112 fewer instructions a tile in the
-    # narrow kernel's C loop (1003 in SASS, Triton 3.6), whose count tracks the fp8 formats' T=256 H=16 times
-    # (session 31: a candidate, off).
+    # before packing them (the same values: the scale is a power of two): 126 fewer instructions a tile in the
+    # narrow kernel's C loop (1003 in SASS, Triton 3.6). Session 31: a candidate, off, to time whether C's instruction
+    # count limits the fp8 formats' T=256 H=16 rows (benchmarks/results/session31/README.md).
     bf16_scale: bool = False
     # The narrow kernel's reference max moves only where a head's max grew by more than 8 (log2 units), so most
     # tiles skip O^T's rescale (64 multiplies a thread) and its exp2 (FlashAttention-4's lazy rescaling; session 31:
