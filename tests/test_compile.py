@@ -368,7 +368,7 @@ def test_the_two_launch_merge_compiles():
 
 
 def test_sass_loops_reports_innermost_loop_bodies():
-    # A listing as cuobjdump prints it: an outer loop (0x0010-0x0140) around an inner one (0x0030-0x0120), a short
+    # A listing as cuobjdump prints it: an outer loop (0x0010-0x0140) around an inner one (0x0020-0x0120), a short
     # loop below the size limit, and a forward branch. Only the inner body is reported, its opcodes counted without
     # modifiers or predicates.
     from sparsemla.gen.compile_check import sass_loops
