@@ -14,6 +14,8 @@ import sys
 import time
 
 import torch
+import torch._functorch.config
+import torch._inductor.config
 
 import sparsemla
 from sparsemla.bench import FORMATS, make_cache
@@ -73,8 +75,6 @@ def main() -> int:
     modes = ("default",) if args.cpu else ("default", "reduce-overhead", "reduce-overhead+static")
     # Each mode compiles afresh: with Inductor's FX-graph and AOT-autograd caches on, "+static" got the previous mode's
     # graph back, compiled with no static input, and still copied the cache at each replay (session 31, call 4).
-    import torch._functorch.config
-    import torch._inductor.config
     torch._inductor.config.fx_graph_cache = False
     if hasattr(torch._functorch.config, "enable_autograd_cache"):
         torch._functorch.config.enable_autograd_cache = False
