@@ -158,14 +158,14 @@ class GluonKernel:
     # before it arrives, so False drops a redundant fence (session 26; timed in session 28: no gain in three rows).
     ready_fence: bool = True
     # Group C applies model1's ue8m0 scales to the bf16 values, two a multiply (HMUL2.BF16), not to the float32 ones
-    # before packing them (the same values: the scale is a power of two): 126 fewer instructions a tile in the
-    # narrow kernel's C loop (1003 in SASS, Triton 3.6). Session 31: a candidate, off, to time whether C's instruction
-    # count limits the fp8 formats' T=256 H=16 rows (benchmarks/results/session31/README.md).
-    bf16_scale: bool = False
-    # The narrow kernel's reference max moves only where a head's max grew by more than 8 (log2 units), so most
-    # tiles skip O^T's rescale (64 multiplies a thread) and its exp2 (FlashAttention-4's lazy rescaling; session 31:
-    # a candidate, off).
-    lazy_rescale: bool = False
+    # before packing them (the same values: the scale is a power of two): 126 fewer instructions a tile in the narrow
+    # kernel's C loop (1003 in SASS, Triton 3.6). None: the rule, on for model1 (session 31, on an H100: 1.00-1.045x
+    # in the eight rows timed, never slower; benchmarks/results/session31/README.md). Refused for fp8_ds_mla, whose
+    # float32 scales would round.
+    bf16_scale: bool | None = None
+    # (Measured on an H100 in session 31 and removed: lazy_rescale, the narrow kernel's reference max moved only where
+    # a head's max grew by more than 8, so most tiles branched around O^T's rescale, 0.98-0.99x. Commit 0c4a1bb has
+    # its code.)
     # (Measured on an H100 in session 30 and removed, see DEVELOPERS.md: s_ahead, the narrow kernel's next S before
     # the softmax, and its three-stage variant. Commit b395935's template has their code.)
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
@@ -205,9 +205,8 @@ class GluonKernel:
         if not self.ready_fence and self.spec.kv_format == "auto":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with ready_fence=False: expected an fp8 cache "
                              "(a bf16 stage arrives by cp.async, whose writes the computing group must fence)")
-        if self.lazy_rescale and not self.narrow:
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, lazy_rescale=True: "
-                             "expected block_h 16 or 32 (the wide kernel's alpha goes to group A through shared memory)")
+        if self.bf16_scale is None:
+            object.__setattr__(self, "bf16_scale", self.spec.kv_format == "model1")
         if self.bf16_scale and self.spec.kv_format != "model1":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with bf16_scale=True: expected kv_format 'model1' "
                              "(ue8m0 scales, exact in bf16; fp8_ds_mla's float32 scales would round)")
@@ -234,8 +233,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
-                 ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("bs", self.bf16_scale),
-                 ("lr", self.lazy_rescale),
+                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -253,6 +251,5 @@ class GluonKernel:
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
-                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale,
-                    lazy_rescale=self.lazy_rescale, profile=self.profile,
+                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, profile=self.profile,
                     sync_floats=SYNC_FLOATS)

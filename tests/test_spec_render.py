@@ -1,5 +1,4 @@
 """The spec (validation, canonical key), rendering and its on-disk cache, and the KV helpers."""
-import math
 import os
 
 import pytest
@@ -283,21 +282,24 @@ def test_the_ready_fence_variant_drops_the_computing_groups_fence_for_fp8_stages
         GluonKernel(KernelSpec(arch="sm90"), 16, ready_fence=False)
 
 
-def test_the_bf16_scale_variant_scales_model1s_bf16_values():
-    # GluonKernel.bf16_scale (session 31, a candidate): group C multiplies the packed bf16 values by the ue8m0 scale
-    # as a bf16 (a power of two: the same values) instead of the float32 ones; refused where a scale would round.
+def test_model1s_scales_apply_to_the_bf16_values():
+    # GluonKernel.bf16_scale (session 31; the rule: on for model1): group C multiplies the packed bf16 values by the
+    # ue8m0 scale as a bf16 (a power of two: the same values) instead of the float32 ones; off, the float32 path;
+    # refused where a scale would round.
     from sparsemla.gen.gluon import GluonKernel
     from sparsemla.gen.render import render_source
     spec = KernelSpec(kv_format="model1", d_qk=512, page_size=64, arch="sm90")
     for block_h in (16, 64):
-        shipped, variant = GluonKernel(spec, block_h), GluonKernel(spec, block_h, bf16_scale=True)
-        assert variant.key == shipped.key + "-bs"
-        a, b = render_source(shipped), render_source(variant)
+        default, off = GluonKernel(spec, block_h), GluonKernel(spec, block_h, bf16_scale=False)
+        assert default.bf16_scale and default.key == off.key + "-bs"
+        a, b = render_source(off), render_source(default)
         assert a.count("<< 23).to(gl.float32, bitcast=True)") == 7 and "<< 7).to(gl.bfloat16" not in a
         assert b.count("<< 7).to(gl.bfloat16, bitcast=True)") == 7 and "<< 23)" not in b
     for kv_format, d_qk in (("fp8_ds_mla", 576), ("fp8_e4m3", 576), ("auto", 576)):
+        spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, page_size=64, arch="sm90")
+        assert not GluonKernel(spec, 16).bf16_scale
         with pytest.raises(ValueError, match="bf16_scale=True: expected kv_format 'model1'"):
-            GluonKernel(KernelSpec(kv_format=kv_format, d_qk=d_qk, page_size=64, arch="sm90"), 16, bf16_scale=True)
+            GluonKernel(spec, 16, bf16_scale=True)
 
 
 def test_bf16_scales_give_the_float32_paths_values():
@@ -310,62 +312,3 @@ def test_bf16_scales_give_the_float32_paths_values():
         bf = v.to(torch.bfloat16) * torch.tensor([byte << 7], dtype=torch.int16).view(torch.bfloat16)
         tiny = f32.float().abs() < 2.0 ** -126  # below bf16's normal range (the GPU may flush either)
         assert torch.equal(f32[~tiny], bf[~tiny]), byte
-
-
-def test_the_lazy_rescale_variant_branches_around_the_narrow_kernels_rescale():
-    # GluonKernel.lazy_rescale (session 31, a candidate): the narrow kernel rescales O^T and its row sums only under a
-    # branch taken where a head's max grew by more than 8; the wide kernel (alpha to group A) refuses it.
-    from sparsemla.gen.gluon import GluonKernel
-    from sparsemla.gen.render import render_source
-    spec = KernelSpec(kv_format="fp8_e4m3", d_qk=576, page_size=1, arch="sm90")
-    shipped, variant = GluonKernel(spec, 16), GluonKernel(spec, 16, lazy_rescale=True)
-    assert variant.key == shipped.key + "-lr"
-    a, b = render_source(shipped), render_source(variant)
-    assert "m_i + 8.0" in b and "m_i + 8.0" not in a
-    assert a.count("acc = acc * alpha[None, :]") == 1 and b.count("acc = acc * alpha[None, :]") == 1
-    assert b.index("acc = acc * alpha[None, :]") < b.index("pt.index(stage).store(p.to(gl.bfloat16))")
-    with pytest.raises(ValueError, match="lazy_rescale=True: expected block_h 16 or 32"):
-        GluonKernel(spec, 64, lazy_rescale=True)
-
-
-def test_lazy_rescaling_gives_the_online_softmax_result():
-    # The narrow kernel's two softmax recurrences (template lines, in torch float64, over 64-key tiles of scores that
-    # grow and shrink, masked keys and an all-masked first tile): the same output and LSE as the full softmax.
-    torch.manual_seed(0)
-    H, n = 16, 64
-    tiles = [torch.full((n, H), float("-inf"), dtype=torch.float64)]
-    for j in range(12):
-        s = torch.randn(n, H, dtype=torch.float64) * 6 + (j % 5) * 4 * torch.rand(H, dtype=torch.float64)
-        s[torch.rand(n, H) < 0.2] = float("-inf")
-        tiles.append(s)
-    v = [torch.randn(n, 8, dtype=torch.float64) for _ in tiles]
-    S, V = torch.cat(tiles), torch.cat(v)
-
-    def run(lazy):
-        m = torch.full((H,), float("-inf"), dtype=torch.float64)
-        lk = torch.zeros(n, H, dtype=torch.float64)
-        acc = torch.zeros(H, 8, dtype=torch.float64)
-        rescales = 0
-        for s, vv in zip(tiles, v):
-            m_new = torch.maximum(m, s.max(0).values)
-            if lazy:
-                if bool((m_new > m + 8.0).any()):
-                    alpha = torch.exp2(m - torch.where(m_new == float("-inf"), 0.0, m_new))
-                    acc, lk, m, rescales = acc * alpha[:, None], lk * alpha[None, :], m_new, rescales + 1
-                p = torch.exp2(s - torch.where(m == float("-inf"), 0.0, m)[None, :])
-                assert p.max() <= 2.0 ** 8
-                lk = lk + p
-            else:
-                m_use = torch.where(m_new == float("-inf"), 0.0, m_new)
-                alpha = torch.exp2(m - m_use)
-                p = torch.exp2(s - m_use[None, :])
-                lk, m = lk * alpha[None, :] + p, m_new
-                acc = acc * alpha[:, None]
-            acc = acc + p.T @ vv
-        return acc / lk.sum(0)[:, None], m + torch.log2(lk.sum(0)), rescales
-
-    (o_plain, lse_plain, _), (o_lazy, lse_lazy, rescales) = run(False), run(True)
-    want = torch.softmax(S * math.log(2), 0).T @ V  # (scores are in log2 units: exp2)
-    assert torch.allclose(o_plain, want, atol=1e-12) and torch.allclose(o_lazy, want, atol=1e-12)
-    assert torch.allclose(lse_lazy, lse_plain, atol=1e-12)
-    assert 1 < rescales < len(tiles) - 1
