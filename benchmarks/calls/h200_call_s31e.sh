@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 31, the short form of h200_call_s31d.sh for the device time left: only the two candidates' A/B
+# Session 31, call 1 (ran on an H100; lazy_rescale was removed after it, so this script no longer runs as is): the
+# short form of that session's first h200_call_s31d.sh for the device time left: only the two candidates' A/B
 # (GluonKernel.bf16_scale and lazy_rescale against the shipped kernels, each checked like a tuning trial and timed in
 # one process; gluon_variant.py) on model1 and fp8_e4m3 at T=256 H=16, issue 7's rows. Any sm90 GPU.
 #   bash benchmarks/calls/h200_call_s31e.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
