@@ -3,7 +3,7 @@ with their instruction mix, for rows of a tuned table as the runtime runs them (
 for variants of their Gluon modules (GluonKernel fields replaced). No GPU needed; run it with the Triton the table
 was measured with (the H200's: 3.6).
 
-  python benchmarks/sass_loops.py model1:16:256 fp8:16:256 [--variant bf16_scale=True] [--table PATH]
+  python benchmarks/sass_loops.py model1:16:256 fp8:16:256 [--variant bf16_scale=False] [--table PATH]
 
 Rows are FORMAT:H:T (gen/suite.py's SUITE_FORMATS). Session 31 used it to compare the loading and computing loops of
 the narrow kernel across the fp8 formats (benchmarks/results/session31/README.md).
@@ -17,7 +17,9 @@ import os
 import sys
 
 os.environ["TRITON_INTERPRET"] = "0"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls"))
 
+from gluon_variant import parse_variant  # noqa: E402  (benchmarks/calls: the variants are written as it takes them)
 from sparsemla.gen.compile_check import compile_module, sass_loops, sass_text  # noqa: E402
 from sparsemla.gen.gluon import GluonKernel  # noqa: E402
 from sparsemla.gen.render import load_compilable_module  # noqa: E402
@@ -25,25 +27,13 @@ from sparsemla.gen.spec import Config, KernelSpec, config_label  # noqa: E402
 from sparsemla.gen.suite import SUITE_FORMATS  # noqa: E402
 from sparsemla.runtime.triton_backend import gluon_fields  # noqa: E402
 
-_LAUNCH_FIELDS = ("persistent", "staged_out", "tail_split", "pdl_wait")
-
-
-def parse_fields(text: str) -> dict:
-    """FIELD=VALUE[+FIELD=VALUE...] as GluonKernel fields (True/False and ints parsed)."""
-    out = {}
-    for part in filter(None, text.split("+")):
-        name, value = part.split("=")
-        out[name] = {"True": True, "False": False}.get(value, int(value) if value.lstrip("-").isdigit() else value)
-    return out
-
 
 def loops_of(spec: KernelSpec, cfg: Config, tokens: int, sms: int, fields: dict) -> list:
     """The innermost loops of the config's kernel as the runtime compiles it, with ``fields`` replaced."""
     if not cfg.gluon:
         raise ValueError(f"{spec.key} {config_label(cfg)}: not a Gluon config (only those are compared here)")
     launch = gluon_fields(spec, cfg, tokens * -(-spec.num_heads // cfg.block_h) * cfg.num_splits, sms)
-    unit = dataclasses.replace(GluonKernel.for_config(spec, cfg, **{k: v for k, v in launch.items()
-                                                                   if k in _LAUNCH_FIELDS}), **fields)
+    unit = dataclasses.replace(GluonKernel.for_config(spec, cfg, **launch), **fields)
     compiled = compile_module(load_compilable_module(unit), spec, cfg, spec.arch)
     return sass_loops(sass_text(compiled.asm["cubin"]))
 
@@ -64,7 +54,7 @@ def main() -> int:
         bucket = min((int(b) for b in entries[spec.key] if int(b) >= int(T)), default=max(map(int, entries[spec.key])))
         cfg = Config.from_dict(entries[spec.key][str(bucket)]["config"])
         for variant in ["shipped"] + args.variant:
-            fields = {} if variant == "shipped" else parse_fields(variant)
+            fields = {} if variant == "shipped" else parse_variant(variant)
             for lo, hi, ops in loops_of(spec, cfg, int(T), args.sms, fields):
                 top = ", ".join(f"{k} {v}" for k, v in list(ops.items())[:8])
                 print(f"| {row} | {config_label(cfg)} | {variant} | {lo:#x}-{hi:#x} | {sum(ops.values())} | {top} |",
