@@ -8,6 +8,8 @@ of a spec for a GPU target without a GPU (the CPU tests use it for sm90/sm120/sm
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 
 from .layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
@@ -119,6 +121,24 @@ class PagingConfig:
                              f"mark_dedup={self.mark_dedup}) for {spec.key}: the lead share needs the plain "
                              f"mark kernel; expected mark_claim=False and mark_dedup=False")
         return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d) -> "PagingConfig":
+        """The config a table entry holds; a missing field takes its default, an unknown one is an error."""
+        if not isinstance(d, dict):
+            raise ValueError(f"PagingConfig: expected an object, got {type(d).__name__}")
+        unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"PagingConfig: unknown fields {sorted(unknown)}")
+        return cls(**d)
+
+    def label(self, base: "PagingConfig | None" = None) -> str:
+        """The fields that differ from ``base`` (default PagingConfig()), for progress lines and tables."""
+        base = base or PagingConfig()
+        return " ".join(f"{k}={v}" for k, v in self.to_dict().items() if getattr(base, k) != v) or "the default"
 
 
 class _Spec:
@@ -451,3 +471,51 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
         except Exception as e:
             raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: {type(e).__name__}: {e}") from e
     return out
+
+
+# The kernel paths a paging spec runs, and what a tuned table's buckets count for each: the runtime picks
+# an entry by the call's size (``tuned_table.bucket_for``: the nearest bucket not above it).
+PATHS = {"convert_indices": {"plain": "rows", "compact": "rows"},
+         "pack_valid_prefix": {"plain": "rows"},
+         "page_split": {"all": "source pages", "touched": "ids"}}
+
+
+def spec_family(spec) -> str:
+    return spec.key.split("-", 1)[0]
+
+
+def check_path(spec, path: str) -> str:
+    paths = PATHS[spec_family(spec)]
+    if path not in paths:
+        raise ValueError(f"path={path!r} for {spec.key}: expected one of {tuple(paths)}")
+    return path
+
+
+def default_config_for(spec, path: str) -> PagingConfig:
+    """The arch's untuned config of ``spec``'s kernel ``path``."""
+    check_path(spec, path)
+    if isinstance(spec, ConvertIndicesSpec):
+        return spec.default_config(compact=path == "compact")
+    if isinstance(spec, PageSplitSpec):
+        return spec.default_config(touched=path == "touched")
+    return spec.default_config()
+
+
+_KEY_PATTERNS = (
+    (re.compile(r"convert_indices-(sm\d+)-p(\d+)-k(\d+)"), lambda a, p, k: ConvertIndicesSpec(int(p), int(k), a)),
+    (re.compile(r"pack_valid_prefix-(sm\d+)-w(\d+)"), lambda a, w: PackValidPrefixSpec(int(w), a)),
+    (re.compile(r"page_split-(sm\d+)-model1-p(\d+)-to(\d+)"), lambda a, p, d: PageSplitSpec(int(p), int(d), a)),
+)
+
+
+def spec_from_key(key: str):
+    """The paging spec whose ``key`` is ``key`` (ValueError naming it otherwise)."""
+    for pattern, make in _KEY_PATTERNS:
+        m = pattern.fullmatch(str(key))
+        if m:
+            spec = make(*m.groups())
+            if spec.key != key:  # (e.g. leading zeros)
+                break
+            return spec
+    raise ValueError(f"paging spec key {key!r}: expected convert_indices-<arch>-p<page>-k<topk>, "
+                     f"pack_valid_prefix-<arch>-w<width> or page_split-<arch>-model1-p<src>-to<dst>")

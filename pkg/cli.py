@@ -1,4 +1,4 @@
-"""The ``sparsemla`` command: demo, render, bench, tune, info."""
+"""The ``sparsemla`` command: demo, render, bench, tune, tune-paging, info."""
 from __future__ import annotations
 
 import argparse
@@ -25,9 +25,9 @@ def _render(argv):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    cmds = ("demo", "gen render", "bench", "tune", "info")
+    cmds = ("demo", "gen render", "bench", "tune", "tune-paging", "info")
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: sparsemla {demo | gen render --spec KEY --out DIR | bench | tune | info} [options]")
+        print("usage: sparsemla {demo | gen render --spec KEY --out DIR | bench | tune | tune-paging | info} [options]")
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "demo":
@@ -44,6 +44,9 @@ def main(argv=None):
     if cmd == "tune":
         from sparsemla.gen.tune import tune_main
         return tune_main(rest)
+    if cmd == "tune-paging":
+        from sparsemla.gen.paging_tune import tune_paging_main
+        return tune_paging_main(rest)
     if cmd == "info":
         from sparsemla.runtime.info import info_main
         return info_main(rest)

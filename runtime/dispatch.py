@@ -62,12 +62,13 @@ def table_gpus(device: torch.device, arch: str) -> tuple[str, ...]:
 _reported_references: set = set()
 
 
-def _report_reference(gpu: str, ref: str, spec: KernelSpec) -> None:
-    if (gpu, ref) not in _reported_references:
-        _reported_references.add((gpu, ref))
+def report_reference(gpu: str, ref: str, spec, command: str = "sparsemla tune") -> None:
+    """Say once per (GPU, reference part, tuner) that ``gpu`` runs ``ref``'s tuned configs."""
+    if (gpu, ref, command) not in _reported_references:
+        _reported_references.add((gpu, ref, command))
         log.warning("sparsemla: %s has no tuned entry for %s: running the tuned configs of %s (the reference "
-                    "part of %s) wherever %s has none (reported once); `sparsemla tune` tunes this GPU", gpu,
-                    spec.key, ref, spec.arch, gpu)
+                    "part of %s) wherever %s has none (reported once); `%s` tunes this GPU", gpu,
+                    spec.key, ref, spec.arch, gpu, command)
 
 
 @lru_cache(maxsize=None)
@@ -111,7 +112,7 @@ def lookup(spec: KernelSpec, num_tokens: int, device: torch.device) -> TunedEntr
         hit = next((table[s.key] for s in stand_ins(spec, *_tuned_shapes(gpu, spec.family)) if s.key in table), None)
         if hit is not None:
             if gpu != gpus[0]:
-                _report_reference(gpus[0], gpu, spec)
+                report_reference(gpus[0], gpu, spec)
             buckets, entries = hit
             return entries[bucket_for(num_tokens, buckets)]
     return None
@@ -142,4 +143,6 @@ def clear_cache() -> None:
     for f in (_gpu, table_gpus, _table, _tuned_shapes, lookup):
         f.cache_clear()
     from .api import clear_call_cache  # sparse_mla keeps the configs it chose per call signature
+    from .paging import clear_tuned_cache
     clear_call_cache()
+    clear_tuned_cache()

@@ -13,11 +13,16 @@ import torch
 
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
 from sparsemla.gen.paging import (COMPACT_BLOCK, MARK_BLOCK, TMA_ROW_BYTES, ConvertIndicesSpec, PackValidPrefixSpec,
-                                  PageSplitSpec, PageSplitTma, PagingConfig, tma_layout)
+                                  PageSplitSpec, PageSplitTma, PagingConfig, check_path, default_config_for,
+                                  tma_layout)
+from sparsemla.gen.paging_table import entry_key
+from sparsemla.gen.paging_table import load_tables as load_paging_tables
 from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
+from sparsemla.gen.tuned_table import bucket_for
 
 from .api import device_arch
 from .device_guard import on_tensor_device
+from .dispatch import report_reference, table_gpus
 from .launch import capturing, kept_buffer, launch, report_capture_buffers, stream_key
 
 _PAGE_DTYPES = (torch.uint8, torch.float8_e4m3fn)
@@ -48,17 +53,58 @@ def _check(name, t, *, dtypes, ndim, device=None):
         raise ValueError(f"{name}: on {t.device}, expected {device} (the device of the other inputs)")
 
 
-def _checked_config(spec, config, **default_kind):
-    """``config`` (None: ``spec.default_config(**default_kind)``) validated for ``spec``. Cached: it
-    runs on every call (1.5-2 us of the 11-19 us of Python a call took on the CPU machine)."""
-    if config is not None and not isinstance(config, PagingConfig):
+def _config(spec, path: str, config, device, size: int) -> PagingConfig:
+    """``config`` validated for ``spec``, or with None the tuned config of ``spec``'s kernel ``path`` for a
+    call of ``size`` (rows, source pages or ids: ``gen.paging.PATHS``) on ``device``'s GPU, else the arch's
+    default. Cached: it runs on every call (1.5-2 us of the 11-19 us of Python a call took on the CPU machine)."""
+    if config is None:
+        buckets, configs = _tuned_path(spec, path, device)
+        return configs[bucket_for(size, buckets)] if buckets else _default_config(spec, path)
+    if not isinstance(config, PagingConfig):
         raise TypeError(f"config: expected a PagingConfig or None, got {type(config).__name__} (for {spec.key})")
-    return _checked_config_cached(spec, config, **default_kind)
+    return _checked_config(spec, config)
 
 
 @lru_cache(maxsize=256)
-def _checked_config_cached(spec, config, **default_kind):
-    return (config or spec.default_config(**default_kind)).check(spec)
+def _checked_config(spec, config):
+    return config.check(spec)
+
+
+@lru_cache(maxsize=256)
+def _default_config(spec, path):
+    return default_config_for(spec, path).check(spec)
+
+
+@lru_cache(maxsize=None)
+def _paging_tables(gpu: str) -> dict:
+    return load_paging_tables(gpu)
+
+
+@lru_cache(maxsize=1024)
+def _tuned_path(spec, path: str, device) -> tuple[tuple[int, ...], dict]:
+    """(buckets, {bucket: config}) of the first table with an entry for ``spec``'s ``path``: the GPU's own,
+    then its arch's reference part's (``dispatch.table_gpus``; reported once); ((), {}) if none has one."""
+    gpus = table_gpus(device, spec.arch)
+    key = entry_key(spec, path)
+    for gpu in gpus:
+        entries = _paging_tables(gpu).get(key)
+        if entries:
+            if gpu != gpus[0]:
+                report_reference(gpus[0], gpu, spec, "sparsemla tune-paging")
+            return tuple(sorted(entries)), {b: e.config for b, e in entries.items()}
+    return (), {}
+
+
+def tuned_config(spec, path: str, size: int, device) -> PagingConfig:
+    """The config a call of ``spec``'s ``path`` with ``size`` (rows, source pages or ids) runs on ``device``
+    without ``config=``: its GPU's tuned entry, else the arch's default."""
+    return _config(spec, check_path(spec, path), None, torch.device(device), size)
+
+
+def clear_tuned_cache() -> None:
+    """Forget the paging tables read so far (after writing one, or in tests)."""
+    for f in (_paging_tables, _tuned_path):
+        f.cache_clear()
 
 
 def _positive_int(name, v):
@@ -120,7 +166,7 @@ def convert_indices(req_id_per_token, block_table, local_indices, *, page_size,
                                          page_size=page_size, block_stride_rows=stride,
                                          return_valid_counts=return_valid_counts)
     spec = ConvertIndicesSpec(page_size, K, device_arch(dev))
-    cfg = _checked_config(spec, config, compact=return_valid_counts)
+    cfg = _config(spec, "compact" if return_valid_counts else "plain", config, dev, T)
     out = torch.empty(T, K, dtype=torch.int32, device=dev)
     counts = torch.empty(T if return_valid_counts else 1, dtype=torch.int32, device=dev)
     grid = (T,) if return_valid_counts else (T, -(-K // cfg.block))
@@ -172,7 +218,7 @@ def pack_valid_prefix(slots, indptr, *, out=None, config=None):
     if out is None:
         out = torch.zeros(int(indptr[-1]), dtype=torch.int32, device=dev)  # reads the length: a sync
     spec = PackValidPrefixSpec(W, device_arch(dev))
-    cfg = _checked_config(spec, config)
+    cfg = _config(spec, "plain", config, dev, T)
     launch(load_module(spec).pack_valid_prefix_kernel, (T, -(-W // cfg.block)),
            slots, slots.stride(0), slots.stride(1), indptr, out, out.numel(),
            BLOCK=cfg.block, num_warps=cfg.num_warps)
@@ -348,13 +394,13 @@ def page_split(src_pages, *, src_page_size, dst_page_size=64, touched_indices=No
     mod = load_module(spec)
     src64, dst64 = src_pages.view(torch.uint8).view(torch.int64), out.view(torch.uint8).view(torch.int64)
     if full:
-        cfg = _checked_config(spec, config)
+        cfg = _config(spec, "all", config, dev, N)
         launch(mod.page_split_kernel, (N * ratio,), src64, dst64, BLOCK=cfg.block, num_warps=cfg.num_warps)
         return out
-    cfg = _checked_config(spec, config, touched=True)
     tok = touched_indices.reshape(-1)
     if tok.numel() == 0:
         return out
+    cfg = _config(spec, "touched", config, dev, tok.numel())
     # The list of distinct touched source pages, then a fixed grid striding over it: no host sync,
     # and only the listed pages' bytes move.
     if _takes_lead(cfg, tok, dev):
