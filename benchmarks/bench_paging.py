@@ -301,14 +301,17 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
     rows.append(_split_row("page_split 256->64, all pages", f"{n} pages, {moved_all / 2e9:.2f} GB", t,
                            moved_all, copy_all, best_all))
     rows += copy_rows
-    cfg = PageSplitSpec(P, D, device_arch(DEV)).default_config(touched=True)
+    # the config each call runs: the GPU's tuned paging table (sparsemla tune-paging) for its number of ids,
+    # else the arch's default; the variants below change fields of the 256 x 2048 ids' one
+    spec = PageSplitSpec(P, D, device_arch(DEV))
+    cfg = paging.tuned_config(spec, "touched", tok.numel(), DEV)
     t = timed(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=tok, out=dst), inner, repeats)
     rows.append(_split_row("page_split 256->64, touched", f"{touched}/{n} pages, ids 256x2048", t, moved,
                            copy, best) | dict(config=str(cfg)))
     rows += few_rows
     t = timed(lambda: sparsemla.page_split(src, src_page_size=P, touched_indices=few, out=dst), 50, repeats)
     rows.append(_split_row("page_split 256->64, touched", "4 pages, ids 256x2048", t, few_moved, few_copy,
-                           few_best, target=False) | dict(config=str(cfg)))
+                           few_best, target=False) | dict(config=str(paging.tuned_config(spec, "touched", few.numel(), DEV))))
     # The same number of pages, consecutive in the pool: their marks crowd fewer L2 lines.
     near = touched_tokens(n, P, touched, (256, 2048), gen, consecutive=True)
     near_moved = 2 * int(torch.unique(near[near >= 0] // P).numel()) * P * ROW
@@ -346,7 +349,7 @@ def bench_page_split(gen, pool_gb: float, repeats: int, sweep: bool) -> tuple[li
                            near_moved, copy, best) | dict(config=str(cfg)))
     t = timed(lambda: paging.page_split(src, src_page_size=P, touched_indices=mid, out=dst), inner, repeats)
     rows.append(_split_row("page_split 256->64, touched", "ids 64x2048", t, mid_moved, mid_copy, mid_best,
-                           target=False) | dict(config=str(cfg)))
+                           target=False) | dict(config=str(paging.tuned_config(spec, "touched", mid.numel(), DEV))))
     # The plain path's kernels, one by one.
     list_cfg = dataclasses.replace(cfg, tma_stages=0)
     for ids, what in ((tok, f"{touched}/{n} pages"), (few, "4 pages"), (near, f"{touched} consecutive pages")):
@@ -387,7 +390,7 @@ def bench_indices(gen, repeats: int, sweep: bool) -> tuple[list[dict], list[dict
                     target=f"< {CONVERT_TARGET_US:g} us", meets_target=t["us"] < CONVERT_TARGET_US)
 
     for compact in (False, True):
-        cfg = spec.default_config(compact=compact)
+        cfg = paging.tuned_config(spec, "compact" if compact else "plain", T, DEV)
         t = timed(lambda: sparsemla.convert_indices(req, table, local, page_size=ps,
                                                     return_valid_counts=compact), 100, repeats)
         rows.append(convert_row(f"convert_indices{' (compact + counts)' if compact else ''}",

@@ -71,10 +71,10 @@ class PagingProblem:
 def shipped_problems(arch: str) -> list[PagingProblem]:
     """What a GPU's table holds: the issue's shapes (page 64, top-k 2048, MODEL1 256 -> 64) at each bucket."""
     conv, pack, split = ConvertIndicesSpec(64, 2048, arch), PackValidPrefixSpec(2048, arch), PageSplitSpec(256, 64, arch)
-    return ([PagingProblem(conv, p, t) for p in ("plain", "compact") for t in ROWS]
-            + [PagingProblem(pack, "plain", t) for t in ROWS]
+    return ([PagingProblem(split, "touched", n) for n in reversed(IDS)]  # (the slowest kernels first)
             + [PagingProblem(split, "all", 1)]
-            + [PagingProblem(split, "touched", n) for n in IDS])
+            + [PagingProblem(conv, p, t) for p in ("plain", "compact") for t in ROWS]
+            + [PagingProblem(pack, "plain", t) for t in ROWS])
 
 
 def search_space(problem: PagingProblem) -> dict[str, list]:
@@ -175,7 +175,7 @@ class Inputs:
                 moved = pages
                 self.workload = f"{pages} pages of {P} -> {D}"
             self.copy_bytes = _bytes_moved(spec, moved) // 2
-            self.want = paging.page_split_reference(self.src, **self.kw, out=self._poisoned())
+            self.want = paging.page_split_reference(self.src, **self.kw, out=self._poisoned().clone())
 
     def _poisoned(self):
         return self.dst.fill_(self.POISON)
@@ -403,8 +403,8 @@ def trial_config(problem: PagingProblem, t) -> PagingConfig:
 def finalize(study, problem: PagingProblem, measure: Callable, top: int = 3, repeats: int = 3,
              copy_us: float | None = None, workload: str = "") -> PagingEntry | None:
     """The entry of ``study``: its ``top`` fastest configs and the default measured ``repeats`` more times,
-    interleaved; the best median wins (the default among them: an entry never loses to it by this measure).
-    None if no config was correct."""
+    interleaved; the best median wins (the default among them: an entry never loses to it by this measure;
+    a config that fails one of them is out). None if no config was correct."""
     ok = sorted((t for t in study.get_trials(deepcopy=False) if _ok(t)), key=lambda t: (t.value, t.number))
     if not ok:
         return None
@@ -417,7 +417,8 @@ def finalize(study, problem: PagingProblem, measure: Callable, top: int = 3, rep
                 times[c].append(measure(problem, c))
             except Exception:  # wrong or crashed once: never shipped
                 times[c].append(math.inf)
-    med = {c: statistics.median(v) for c, v in times.items()}
+    # (a config wrong once is never shipped, whatever its other times)
+    med = {c: math.inf if math.inf in v else statistics.median(v) for c, v in times.items()}
     best = min(cands, key=lambda c: (med[c], c != default))
     if not math.isfinite(med[best]):
         return None
@@ -442,13 +443,15 @@ def tune(problems, measure: PagingMeasurer, *, gpu: str, out_path: Path, storage
         copy = measure.copy_us(problem) if hasattr(measure, "copy_us") else None
         entry = finalize(study, problem, measure, copy_us=copy, workload=getattr(inp, "workload", ""))
         if entry is None:
-            print(f"[{problem.label}] no correct config: nothing written", file=out, flush=True)
+            if out is not None:
+                print(f"[{problem.label}] no correct config: nothing written", file=out, flush=True)
             continue
         done.setdefault(problem.key, {})[problem.size] = entry
         write_table(out_path, gpu, {problem.key: {problem.size: entry}}, prov)
-        print(f"[{i + 1}/{len(problems)}] {problem.label}: {entry.config.label(problem.default)} {entry.time_us} us "
-              f"(default {entry.default_time_us} us{'' if copy is None else f', copy_ {copy:.2f} us'}; "
-              f"{time.time() - t0:.0f} s)", file=out, flush=True)
+        if out is not None:
+            print(f"[{i + 1}/{len(problems)}] {problem.label}: {entry.config.label(problem.default)} "
+                  f"{entry.time_us} us (default {entry.default_time_us} us"
+                  f"{'' if copy is None else f', copy_ {copy:.2f} us'}; {time.time() - t0:.0f} s)", file=out, flush=True)
     return done
 
 
