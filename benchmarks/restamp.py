@@ -1,6 +1,7 @@
-"""Re-stamp tuned tables with the current attention-template hash, after a template change that
-leaves their entries' kernels as measured (check that first: benchmarks/ptx_same.py, with --gluon
-for the Gluon entries). The note saying why is appended to each table's template_note.
+"""Re-stamp tuned tables with the current template hash, after a template change that leaves their
+entries' kernels as measured (check that first: benchmarks/ptx_same.py, with --gluon for the Gluon
+entries). The note saying why is appended to each table's template_note. A paging table
+(``family: paging``) gets the paging templates' hash.
 
   python benchmarks/restamp.py "the Gluon template gains ... ; its entries' PTX identical" tuned/*/sparse_mla.json
 """
@@ -12,13 +13,15 @@ from pathlib import Path
 
 from merge_tuned import append_note  # benchmarks/ is the script's folder, so on sys.path
 
+from sparsemla.gen.paging_table import paging_template_hash
 from sparsemla.gen.render import atomic_write, attention_template_hash
 
 
 def restamp(path: str, why: str) -> str:
     table = json.load(open(path))
     prov = table["provenance"]
-    old, new = prov.get("template_hash"), attention_template_hash()
+    new = paging_template_hash() if table.get("family") == "paging" else attention_template_hash()
+    old = prov.get("template_hash")
     if old == new:
         return f"{path}: already {new}"
     append_note(prov, f"re-stamped {old} -> {new}: {why}")
