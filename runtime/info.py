@@ -41,7 +41,21 @@ def _tuned_lines(arch: str, device) -> list[str]:
         on_fi = sum(e.backend == "flashinfer" for e in all_entries)
         lines.append(f"tuned table: {gpu}: {len(entries)} specs, {len(all_entries)} buckets "
                      f"({on_fi} on flashinfer), source {sources}{role}")
-    return lines
+    return lines + _paging_lines(gpus)
+
+
+def _paging_lines(gpus) -> list[str]:
+    """The paging tables of ``gpus`` (the device's, then its arch's reference part's)."""
+    try:
+        from sparsemla.gen import paging_table
+        found = [(gpu, paging_table.load_tables(gpu)) for gpu in gpus]
+    except Exception as e:
+        return [f"paging table: unreadable ({type(e).__name__}: {e})"]
+    for gpu, entries in found:
+        if entries:
+            n = sum(len(b) for b in entries.values())
+            return [f"paging table: {gpu}: {len(entries)} kernel paths, {n} buckets"]
+    return ["paging table: none (default paging configs; `sparsemla tune-paging` tunes them)"]
 
 
 def info_lines() -> list[str]:
