@@ -1,6 +1,7 @@
 """The paging kernels' tuner: one Optuna study per (GPU, spec, kernel path, bucket), like the attention tuner.
 
-    sparsemla tune-paging [--trials N] [--only SUBSTRING] [--ship | --out DIR] [--pool-gb GB]
+    sparsemla tune-paging [--trials N] [--only SUBSTRING,...] [--ship | --out DIR] [--pool-gb GB]
+                          [--page-size 64 --topk 2048 --src-page-size 256 --dst-page-size 64]
 
 A problem (``PagingProblem``) is a spec's kernel path (``gen.paging.PATHS``) at one bucket: rows for
 convert_indices and pack_valid_prefix, ids for page_split of touched pages, source pages for page_split of
@@ -68,9 +69,12 @@ class PagingProblem:
         return default_config_for(self.spec, self.path)
 
 
-def shipped_problems(arch: str) -> list[PagingProblem]:
-    """What a GPU's table holds: the issue's shapes (page 64, top-k 2048, MODEL1 256 -> 64) at each bucket."""
-    conv, pack, split = ConvertIndicesSpec(64, 2048, arch), PackValidPrefixSpec(2048, arch), PageSplitSpec(256, 64, arch)
+def shipped_problems(arch: str, page_size: int = 64, topk: int = 2048, src_page_size: int = 256,
+                     dst_page_size: int = 64) -> list[PagingProblem]:
+    """What a GPU's table holds, each path at each bucket: by default the shipped shapes (page 64, top-k 2048,
+    MODEL1 256 -> 64); a table entry serves calls of its spec's shapes only (others run the defaults)."""
+    conv, pack = ConvertIndicesSpec(page_size, topk, arch), PackValidPrefixSpec(topk, arch)
+    split = PageSplitSpec(src_page_size, dst_page_size, arch)
     return ([PagingProblem(split, "touched", n) for n in reversed(IDS)]  # (the slowest kernels first)
             + [PagingProblem(split, "all", 1)]
             + [PagingProblem(conv, p, t) for p in ("plain", "compact") for t in ROWS]
@@ -476,6 +480,10 @@ def tune_paging_main(argv=None) -> int:
                     "smaller are searched exhaustively)")
     ap.add_argument("--only", default=None, help="comma list of substrings: problems whose label has one")
     ap.add_argument("--pool-gb", type=float, default=2.0, help="page_split's source pool")
+    ap.add_argument("--page-size", type=int, default=64, help="convert_indices' page size")
+    ap.add_argument("--topk", type=int, default=2048, help="top-k length (convert_indices, pack_valid_prefix width)")
+    ap.add_argument("--src-page-size", type=int, default=256, help="page_split's source page size")
+    ap.add_argument("--dst-page-size", type=int, default=64, help="page_split's destination page size")
     ap.add_argument("--storage", default=None, help="RDB URL or journal file (default per GPU in the cache dir)")
     ap.add_argument("--ship", action="store_true", help="write into the package's tuned/ (to commit)")
     ap.add_argument("--out", default=None, help="tables root (default the user dir; see --ship)")
@@ -490,7 +498,11 @@ def tune_paging_main(argv=None) -> int:
     from sparsemla.runtime.api import device_arch
     dev = torch.device("cuda", 0)
     gpu = args.gpu or gpu_dirname(torch.cuda.get_device_name(dev))
-    problems = shipped_problems(device_arch(dev))
+    try:
+        problems = shipped_problems(device_arch(dev), args.page_size, args.topk, args.src_page_size,
+                                    args.dst_page_size)
+    except ValueError as e:
+        ap.error(str(e))
     if args.only:
         subs = args.only.split(",")
         problems = [p for p in problems if any(s in p.label for s in subs)]
