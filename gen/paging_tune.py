@@ -200,6 +200,13 @@ class Inputs:
         elif isinstance(self.problem.spec, PageSplitSpec):
             self._poisoned()
 
+    def written(self):
+        """The output buffer a call writes into (what a replayed graph's calls leave there); None for
+        convert_indices, which returns a new tensor per call (the eager checks cover it)."""
+        if isinstance(self.problem.spec, ConvertIndicesSpec):
+            return None
+        return self.out if isinstance(self.problem.spec, PackValidPrefixSpec) else self.dst
+
     def check(self, got, when: str) -> None:
         """TrialFailed unless ``got`` (run's result) equals the reference."""
         torch = self.torch
@@ -298,8 +305,8 @@ class PagingMeasurer:
             replay()
             import torch
             torch.cuda.synchronize()
-            out = {ConvertIndicesSpec: None, PackValidPrefixSpec: inp.out}.get(type(problem.spec), inp.dst)
-            if out is not None:  # (convert_indices returns a new tensor per call: the eager checks cover it)
+            out = inp.written()
+            if out is not None:
                 inp.check(out, "CUDA-graph replay")
         try:
             return graph_time(lambda: inp.run(config), self.inner(problem), self.repeats, check_replay, self.side)

@@ -201,7 +201,7 @@ def test_calls_without_config_launch_the_tuned_config(tables, monkeypatch):
 def test_the_measurer_checks_convert_indices_under_the_interpreter(path, size, monkeypatch):
     m = PagingMeasurer("cpu", max_blocks=8)
     problem = PagingProblem(CONVERT, path, size)
-    assert m(problem, problem.default) > 0
+    assert m(problem, problem.default) > 0 and m.inputs(problem).written() is None
     real = paging.launch
 
     def off_by_one(fn, grid, *a, **kw):  # a kernel that writes one slot wrong
@@ -219,6 +219,7 @@ def test_the_measurer_checks_page_split_under_the_interpreter(path, size, monkey
     problem = PagingProblem(PageSplitSpec(128, 64), path, size)
     assert m(problem, problem.default) > 0
     inp = m.inputs(problem)
+    inp.check(inp.written(), "after")  # (what the GPU's check of a replayed graph reads)
     assert inp.src.shape[0] == 6 and (path == "all" or "ids over" in inp.workload)
     real = paging.launch
     copies = ("page_split_kernel", "page_split_list_kernel", "page_split_chunk_kernel")
