@@ -271,6 +271,7 @@ class PagingMeasurer:
         import torch
         self.device = torch.device(device)
         self.pool_bytes, self.max_blocks, self.repeats, self.seed = int(pool_gb * 1e9), max_blocks, repeats, seed
+        self.tag = f"pool{self.pool_bytes}-blocks{max_blocks}-seed{seed}"  # (a resumed study measured the same inputs)
         self._inputs: dict = {}
         # one capture stream: page_split keeps its touched-page state per stream
         self.side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
@@ -326,8 +327,9 @@ class PagingMeasurer:
 
 # --------------------------------------------------------------------------- studies
 
-def study_name(problem: PagingProblem, gpu: str) -> str:
-    return f"{gpu}/{problem.key}/b{problem.size}/{paging_template_hash()[:8]}"
+def study_name(problem: PagingProblem, gpu: str, workload: str = "") -> str:
+    """GPU, entry key and bucket, the inputs' sizes (``PagingMeasurer.tag``) and the templates measured."""
+    return f"{gpu}/{problem.key}/b{problem.size}/{workload}/{paging_template_hash()[:8]}"
 
 
 def default_journal(gpu: str) -> Path:
@@ -344,7 +346,8 @@ def run_study(problem: PagingProblem, measure: Callable, *, storage, gpu: str, t
     grid = n_space <= trials  # small spaces are searched exhaustively
     sampler = (optuna.samplers.GridSampler(space, seed=seed) if grid else
                optuna.samplers.TPESampler(multivariate=True, seed=seed, n_startup_trials=max(4, trials // 4)))
-    study = optuna.create_study(study_name=study_name(problem, gpu), storage=storage, sampler=sampler,
+    study = optuna.create_study(study_name=study_name(problem, gpu, getattr(measure, "tag", "")), storage=storage,
+                                sampler=sampler,
                                 direction="minimize", load_if_exists=True)
     if not study.get_trials(deepcopy=False):
         study.enqueue_trial({k: getattr(default, k) for k in space}, user_attrs={"baseline": True})
