@@ -33,10 +33,11 @@ from optuna.trial import TrialState
 from .layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
 from .paging import (ConvertIndicesSpec, PackValidPrefixSpec, PageSplitSpec, PagingConfig, PATHS, check_path,
                      default_config_for, spec_family)
-from .paging_table import PagingEntry, entry_key, paging_provenance, paging_template_hash, split_key, write_table
+from .paging_table import (PagingEntry, entry_key, load_tables, paging_provenance, paging_template_hash, split_key,
+                           write_table)
 from .render import cache_dir
 from .spec import next_pow2
-from .tuned_table import device_provenance, gpu_dirname, package_dir, today, user_dir
+from .tuned_table import REFERENCE_GPUS, device_provenance, gpu_dirname, package_dir, today, user_dir
 
 ROWS = (1, 32, 256, 2048)  # convert_indices / pack_valid_prefix buckets (query tokens)
 IDS = (2048, 16384, 131072, 524288)  # page_split touched buckets: T x 2048 ids, T = 1, 8, 64, 256
@@ -337,9 +338,10 @@ def default_journal(gpu: str) -> Path:
 
 
 def run_study(problem: PagingProblem, measure: Callable, *, storage, gpu: str, trials: int = 40, seed: int = 0,
-              out=sys.stderr):
+              out=sys.stderr, incumbent: PagingConfig | None = None):
     """The study of ``problem`` in ``storage`` (resumed where it stopped), run until ``trials`` configs
-    were measured or the space is exhausted; the default config is trial 0."""
+    were measured or the space is exhausted; the default config is trial 0, ``incumbent`` (a table's config for
+    the bucket: a re-tune, or a GPU seeded from its arch's reference part) trial 1, by its searched fields."""
     default = problem.default
     space = {k: v + [getattr(default, k)] * (getattr(default, k) not in v) for k, v in search_space(problem).items()}
     n_space = space_size(space)
@@ -351,6 +353,8 @@ def run_study(problem: PagingProblem, measure: Callable, *, storage, gpu: str, t
                                 direction="minimize", load_if_exists=True)
     if not study.get_trials(deepcopy=False):
         study.enqueue_trial({k: getattr(default, k) for k in space}, user_attrs={"baseline": True})
+        if incumbent is not None and all(getattr(incumbent, k) in v for k, v in space.items()):
+            study.enqueue_trial({k: getattr(incumbent, k) for k in space}, user_attrs={"seed": True})
     budget = n_space if grid else trials
 
     def objective(trial):
@@ -446,15 +450,18 @@ def finalize(study, problem: PagingProblem, measure: Callable, top: int = 3, rep
 
 
 def tune(problems, measure: PagingMeasurer, *, gpu: str, out_path: Path, storage=None, trials: int = 40,
-         seed: int = 0, provenance: dict | None = None, out=sys.stderr) -> dict[str, dict[int, PagingEntry]]:
-    """Tune ``problems``, writing each entry into ``out_path`` as it is found (a cut run keeps them)."""
+         seed: int = 0, provenance: dict | None = None, out=sys.stderr,
+         incumbents: dict | None = None) -> dict[str, dict[int, PagingEntry]]:
+    """Tune ``problems``, writing each entry into ``out_path`` as it is found (a cut run keeps them);
+    ``incumbents`` {(entry key, bucket): config} seeds each study after the default."""
     from .tune import open_storage
     storage = open_storage(storage or default_journal(gpu), gpu)
     prov = provenance or paging_provenance()
     done: dict[str, dict[int, PagingEntry]] = {}
     for i, problem in enumerate(problems):
         t0 = time.time()
-        study = run_study(problem, measure, storage=storage, gpu=gpu, trials=trials, seed=seed, out=out)
+        study = run_study(problem, measure, storage=storage, gpu=gpu, trials=trials, seed=seed, out=out,
+                          incumbent=(incumbents or {}).get((problem.key, problem.size)))
         inp = measure.inputs(problem) if hasattr(measure, "inputs") else None
         copy = measure.copy_us(problem) if hasattr(measure, "copy_us") else None
         entry = finalize(study, problem, measure, copy_us=copy, workload=getattr(inp, "workload", ""))
@@ -521,8 +528,13 @@ def tune_paging_main(argv=None) -> int:
     root = Path(args.out) if args.out else (package_dir() if args.ship else user_dir())
     path = root / gpu / "paging.json"
     prov = {**device_provenance(dev), **paging_provenance()}
+    # seeds: the GPU's own table, else its arch's reference part's (an H100 starts from the H200's winners)
+    incumbents = {}
+    for table_gpu in (REFERENCE_GPUS.get(device_arch(dev)), gpu):
+        for key, buckets in (load_tables(table_gpu) if table_gpu else {}).items():
+            incumbents.update({(key, b): e.config for b, e in buckets.items()})
     entries = tune(problems, PagingMeasurer(dev, args.pool_gb), gpu=gpu, out_path=path, storage=args.storage,
-                   trials=args.trials, seed=args.seed, provenance=prov)
+                   trials=args.trials, seed=args.seed, provenance=prov, incumbents=incumbents)
     from sparsemla.runtime.dispatch import clear_cache
     clear_cache()
     print(f"{path}\n\n{report(entries)}")

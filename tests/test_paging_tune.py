@@ -115,6 +115,17 @@ def test_a_study_resumes_from_its_journal(tmp_path):
     assert len(measured) == 10
 
 
+def test_a_tables_config_is_measured_right_after_the_default():
+    problem = PagingProblem(PageSplitSpec(256, 64), "touched", 524288)
+    incumbent = replace(problem.default, num_warps=8, programs_per_sm=8, mark_copies=4, mark_spacing=1, tma_stages=4,
+                        lead_min_ids=0)
+    calls = []
+    study = paging_tune.run_study(problem, _fake_measure(lambda c: 2.0 if c == incumbent else 3.0, calls),
+                                  storage=optuna.storages.InMemoryStorage(), gpu="FAKE", trials=4, out=None,
+                                  incumbent=incumbent)
+    assert calls[:2] == [problem.default, incumbent] and paging_tune.best_trial(study).value == 2.0
+
+
 def test_bad_or_stale_paging_tables_are_reported_and_skipped(tables, caplog):
     key = f"{CONVERT.key}:plain"
     entry = PagingEntry(PagingConfig(64, 2), 1, 1.0, 2.0)
@@ -174,7 +185,7 @@ def test_calls_without_config_launch_the_tuned_config(tables, monkeypatch):
     monkeypatch.setattr(paging, "launch", lambda fn, grid, *a, **kw: (seen.append((fn.__name__, kw)),
                                                                       real(fn, grid, *a, **kw))[1])
     gen = torch.Generator().manual_seed(0)
-    req, table = torch.zeros(3, dtype=torch.int32), torch.randint(0, 9, (1, 6), generator=gen, dtype=torch.int32)
+    table = torch.randint(0, 9, (1, 6), generator=gen, dtype=torch.int32)
     local = torch.randint(-1, 100, (3, 64), generator=gen, dtype=torch.int32)
     for T, block, warps in ((3, 64, 2), (4, 128, 1)):
         req_t, local_t = torch.zeros(T, dtype=torch.int32), local[:1].expand(T, 64).contiguous()
@@ -251,6 +262,30 @@ def test_shipped_problems_and_spaces():
 def test_tune_paging_cli_without_gpu(capsys):
     assert paging_tune.tune_paging_main(["--trials", "4"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_tune_paging_cli_wiring(tmp_path, monkeypatch, capsys):
+    # The command on a pretend H100: --only picks problems, the H200's table seeds them, the table and report appear.
+    import sparsemla.runtime.api as api
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda dev=None: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(api, "device_arch", lambda dev: "sm90")
+    monkeypatch.setattr(paging_tune, "device_provenance", lambda dev: dict(gpu_name="NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(tuned_table, "package_dir", lambda: tmp_path / "pkg")
+    spec = PackValidPrefixSpec(2048)
+    seeded = PagingConfig(256, 8)
+    write_table(tmp_path / "pkg" / "NVIDIA_H200" / "paging.json", "NVIDIA_H200",
+                {f"{spec.key}:plain": {32: PagingEntry(seeded, 32)}}, paging_provenance())
+    calls = []
+    monkeypatch.setattr(paging_tune, "PagingMeasurer", lambda dev, pool_gb: _fake_measure(
+        lambda c: 1.0 + c.block / 1e4 + c.num_warps / 1e3, calls))
+    rc = paging_tune.tune_paging_main(["--only", "pack_valid_prefix-sm90-w2048:plain rows=32", "--out",
+                                       str(tmp_path / "out"), "--storage", str(tmp_path / "j.journal")])
+    assert rc == 0 and calls[:2] == [spec.default_config(), seeded]
+    got = read_table(tmp_path / "out" / "NVIDIA_H100_80GB_HBM3" / "paging.json")
+    assert list(got) == [f"{spec.key}:plain"] and got[f"{spec.key}:plain"][32].config == PagingConfig(64, 1)
+    assert "| pack_valid_prefix-sm90-w2048:plain | 32 |" in capsys.readouterr().out
+    dispatch.clear_cache()
 
 
 def test_shipped_paging_tables_are_current_and_compile():
