@@ -21,7 +21,6 @@ import dataclasses
 import json
 import os
 import platform
-import statistics
 import time
 
 import torch
@@ -29,6 +28,8 @@ import torch
 import sparsemla
 from sparsemla.gen.layout import M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES, model1_page_bytes
 from sparsemla.gen.paging import ConvertIndicesSpec, PagingConfig, PageSplitSpec
+from sparsemla.gen.paging_tune import capture_graph as capture  # (the tuner's timing: the same graphs)
+from sparsemla.gen.paging_tune import median_per_call as _median_us
 from sparsemla.gen.render import load_module
 from sparsemla.runtime import paging
 from sparsemla.runtime.api import device_arch
@@ -38,42 +39,6 @@ from sparsemla.runtime.paging import (convert_indices_reference, pack_valid_pref
 DEV = torch.device("cuda")
 ROW = M1_DATA_ROW_BYTES + M1_SCALE_ROW_BYTES  # bytes a token's rows take (data + scale)
 SPLIT_TARGET, CONVERT_TARGET_US = 0.8, 5.0
-
-
-def _warm(fn) -> torch.cuda.Stream:
-    """Three calls of ``fn`` on a side stream (returned: capture there, where its per-stream state is)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up (compile, allocate persistent buffers) outside the capture
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    return side
-
-
-def capture(fn, inner: int) -> torch.cuda.CUDAGraph:
-    """A CUDA graph of ``inner`` back-to-back ``fn()`` calls (warmed up first)."""
-    side = _warm(fn)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
-        for _ in range(inner):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    return graph
-
-
-def _median_us(run, inner: int, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0 / inner)
-    return statistics.median(times)
 
 
 def timed(fn, inner: int, repeats: int) -> dict:

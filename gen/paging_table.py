@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .paging import PagingConfig, check_path, spec_from_key
 from .render import atomic_write, template_source
-from .tuned_table import _report_once, software_provenance, table_paths
+from .tuned_table import _report_once, checked_buckets, software_provenance, table_paths
 
 VERSION = 1
 FAMILY = "paging"
@@ -91,23 +91,17 @@ def parse_table(data) -> dict[str, dict[int, PagingEntry]]:
     if not isinstance(data.get("provenance"), dict) or not isinstance(data.get("entries"), dict):
         raise ValueError("provenance and entries must be objects")
     out = {}
-    for key, buckets in data["entries"].items():
-        spec, _ = split_key(key)
-        if not isinstance(buckets, dict):
-            raise ValueError(f"entries[{key!r}] must be an object")
+    for key, spec, buckets in checked_buckets(data["entries"], lambda k: split_key(k)[0]):
         out[key] = {}
-        for b, e in buckets.items():
-            where = f"entries[{key!r}][{b!r}]"
-            if not str(b).isdigit() or int(b) < 1:
-                raise ValueError(f"{where}: bucket must be a positive int")
-            if not isinstance(e, dict) or "config" not in e:
-                raise ValueError(f"{where}: expected an object with a config")
+        for b, e, where in buckets:
+            if "config" not in e:
+                raise ValueError(f"{where}: missing fields ['config']")
             try:
                 cfg = PagingConfig.from_dict(e["config"]).check(spec)
             except (TypeError, ValueError) as err:
                 raise ValueError(f"{where}: {err}") from None
-            out[key][int(b)] = PagingEntry(
-                cfg, int(b), *(_number(where, n, e.get(n)) for n in ("time_us", "default_time_us", "copy_us")),
+            out[key][b] = PagingEntry(
+                cfg, b, *(_number(where, n, e.get(n)) for n in ("time_us", "default_time_us", "copy_us")),
                 str(e.get("workload", "")), int(e.get("trials") or 0), str(e.get("date", "")))
     return out
 

@@ -226,7 +226,8 @@ class Inputs:
 
 # --------------------------------------------------------------------------- measuring
 
-def _median_per_call(run: Callable, inner: int, repeats: int) -> float:
+def median_per_call(run: Callable, inner: int, repeats: int) -> float:
+    """us per call of ``run()``, which makes ``inner`` calls: ``repeats`` event-timed runs, the median / inner."""
     import torch
     times = []
     for _ in range(repeats):
@@ -239,10 +240,9 @@ def _median_per_call(run: Callable, inner: int, repeats: int) -> float:
     return statistics.median(times)
 
 
-def graph_time(fn: Callable, inner: int, repeats: int, after: Callable | None = None, side=None) -> float:
-    """us per ``fn()`` call: a CUDA graph of ``inner`` calls captured on the stream ``side`` (default a new
-    one; after three warm-up calls there: per-stream state, compiles), replays event-timed, median / inner.
-    ``after(replay)`` runs before the graph is dropped (a check of what a replay writes)."""
+def capture_graph(fn: Callable, inner: int, side=None):
+    """A CUDA graph of ``inner`` back-to-back ``fn()`` calls, captured on the stream ``side`` (default a new one)
+    after three warm-up calls there (compiles, and the per-stream state page_split keeps), replayed once."""
     import torch
     side = side or torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -257,7 +257,14 @@ def graph_time(fn: Callable, inner: int, repeats: int, after: Callable | None = 
             fn()
     graph.replay()
     torch.cuda.synchronize()
-    us = _median_per_call(graph.replay, inner, repeats)
+    return graph
+
+
+def graph_time(fn: Callable, inner: int, repeats: int, after: Callable | None = None, side=None) -> float:
+    """us per ``fn()`` call: replays of ``capture_graph(fn, inner, side)``, ``median_per_call``.
+    ``after(replay)`` runs before the graph is dropped (a check of what a replay writes)."""
+    graph = capture_graph(fn, inner, side)
+    us = median_per_call(graph.replay, inner, repeats)
     if after is not None:
         after(graph.replay)
     return us
@@ -337,6 +344,11 @@ def default_journal(gpu: str) -> Path:
     return cache_dir().parent / "tune" / f"{gpu}.paging.journal"
 
 
+def _measured(study) -> int:
+    """Configs a study measured (a time or a failure; not rejected ones, nor duplicates)."""
+    return sum("time_us" in t.user_attrs or "fail" in t.user_attrs for t in study.get_trials(deepcopy=False))
+
+
 def run_study(problem: PagingProblem, measure: Callable, *, storage, gpu: str, trials: int = 40, seed: int = 0,
               out=sys.stderr, incumbent: PagingConfig | None = None):
     """The study of ``problem`` in ``storage`` (resumed where it stopped), run until ``trials`` configs
@@ -385,7 +397,7 @@ def run_study(problem: PagingProblem, measure: Callable, *, storage, gpu: str, t
 
     def progress(study, trial):
         done = [t for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-        measured = sum("time_us" in t.user_attrs or "fail" in t.user_attrs for t in done)
+        measured = _measured(study)
         a = trial.user_attrs
         cfg = PagingConfig.from_dict(a["config"]).label(default) if "config" in a else \
             " ".join(f"{k}={v}" for k, v in trial.params.items() if v != getattr(default, k))
@@ -399,8 +411,7 @@ def run_study(problem: PagingProblem, measure: Callable, *, storage, gpu: str, t
         if measured >= budget or len(done) >= 4 * budget + n_space:
             study.stop()
 
-    done = [t for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-    if sum("time_us" in t.user_attrs or "fail" in t.user_attrs for t in done) < budget:
+    if _measured(study) < budget:
         study.optimize(objective, n_trials=4 * budget + n_space, callbacks=[progress],
                        catch=(), gc_after_trial=False)
     return study
@@ -416,7 +427,7 @@ def best_trial(study):
     return min(ok, key=lambda t: (t.value, t.number)) if ok else None
 
 
-def trial_config(problem: PagingProblem, t) -> PagingConfig:
+def trial_config(t) -> PagingConfig:
     return PagingConfig.from_dict(t.user_attrs["config"])
 
 
@@ -429,7 +440,7 @@ def finalize(study, problem: PagingProblem, measure: Callable, top: int = 3, rep
     if not ok:
         return None
     default = problem.default
-    cands = list(dict.fromkeys([default] + [trial_config(problem, t) for t in ok[:top]]))
+    cands = list(dict.fromkeys([default] + [trial_config(t) for t in ok[:top]]))
     times = {c: [] for c in cands}
     for _ in range(repeats):
         for c in cands:
@@ -445,8 +456,7 @@ def finalize(study, problem: PagingProblem, measure: Callable, top: int = 3, rep
     return PagingEntry(best, problem.size, round(med[best], 3),
                        round(med[default], 3) if math.isfinite(med[default]) else None,
                        None if copy_us is None else round(copy_us, 3), workload,
-                       sum(1 for t in study.get_trials(deepcopy=False) if "time_us" in t.user_attrs
-                           or "fail" in t.user_attrs), today())
+                       _measured(study), today())
 
 
 def tune(problems, measure: PagingMeasurer, *, gpu: str, out_path: Path, storage=None, trials: int = 40,

@@ -155,6 +155,24 @@ def _other_triton(prov: dict) -> str:
     return ""
 
 
+def checked_buckets(entries: dict, spec_of):
+    """The shape every table format shares, checked: per key of ``entries`` (``spec_of(key)`` raises for a bad
+    one), ``(key, spec, [(bucket, entry object, where), ...])``; ValueError names the first bad bucket or object."""
+    for key, buckets in entries.items():
+        spec = spec_of(key)
+        if not isinstance(buckets, dict):
+            raise ValueError(f"entries[{key!r}] must be an object")
+        checked = []
+        for b, e in buckets.items():
+            where = f"entries[{key!r}][{b!r}]"
+            if not str(b).isdigit() or int(b) < 1:
+                raise ValueError(f"{where}: bucket must be a positive int")
+            if not isinstance(e, dict):
+                raise ValueError(f"{where} must be an object")
+            checked.append((int(b), e, where))
+        yield key, spec, checked
+
+
 def parse_table(data) -> dict[str, dict[int, TunedEntry]]:
     """Validate a loaded JSON table; ValueError says the first thing that is wrong."""
     if not isinstance(data, dict):
@@ -167,17 +185,9 @@ def parse_table(data) -> dict[str, dict[int, TunedEntry]]:
     if not isinstance(data["provenance"], dict) or not isinstance(data["entries"], dict):
         raise ValueError("provenance and entries must be objects")
     out = {}
-    for key, buckets in data["entries"].items():
-        spec = KernelSpec.from_key(key)
-        if not isinstance(buckets, dict):
-            raise ValueError(f"entries[{key!r}] must be an object")
+    for key, spec, buckets in checked_buckets(data["entries"], KernelSpec.from_key):
         out[key] = {}
-        for b, e in buckets.items():
-            where = f"entries[{key!r}][{b!r}]"
-            if not str(b).isdigit() or int(b) < 1:
-                raise ValueError(f"{where}: bucket must be a positive int")
-            if not isinstance(e, dict):
-                raise ValueError(f"{where} must be an object")
+        for b, e, where in buckets:
             missing = {"config", "backend", "source"} - set(e)
             if missing:
                 raise ValueError(f"{where}: missing fields {sorted(missing)}")
@@ -187,7 +197,7 @@ def parse_table(data) -> dict[str, dict[int, TunedEntry]]:
                 cfg = Config.from_dict(e["config"]).check(spec)
             except (TypeError, ValueError) as err:
                 raise ValueError(f"{where}: {err}") from None
-            out[key][int(b)] = TunedEntry(cfg, int(b), e["backend"], e.get("time_us"),
+            out[key][b] = TunedEntry(cfg, b, e["backend"], e.get("time_us"),
                                           e.get("flashinfer_time_us"), int(e.get("trials") or 0),
                                           str(e.get("date", "")), e["source"], e.get("triton_bench_us"),
                                           e.get("default_time_us"))
