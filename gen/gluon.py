@@ -8,8 +8,7 @@ Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` wi
 - 16 or 32 (narrow, session 14): for TP-sharded heads the 64 keys of a tile are wgmma's M and the
   heads its N (S^T = K Q^T, O^T = V^T P^T), so no MMA row is padding; one warp group computes, one
   gathers (bf16, cp.async) or dequantizes (fp8), or two dequantize alternate tiles
-  (``num_warps=12`` with an fp8 cache); with a bf16 cache ``num_warps=12`` is two computing warp groups
-  taking alternate tiles, one stage each, the second's result merged by the first (session 33). With ``num_stages=1`` (session 16) a program has one stage and at most 128
+  (``num_warps=12``). With ``num_stages=1`` (session 16) a program has one stage and at most 128
   registers per thread, so two programs share an SM and each one's waits hide under the other's work.
 Split-K partials are merged by the Triton module's combine kernel, or (the kernel's FUSED constexpr, chosen
 at launch by runtime/triton_backend._fused) by the last split of each token and head block to finish, which
@@ -24,7 +23,7 @@ from .spec import KernelSpec
 
 # Config fields a Config with gluon=True must hold, by block_h; num_warps: the wide kernel's
 # computing warps (an fp8 cache's kernel has a dequantizing warp group besides), the narrow kernel's
-# warps in all (4 compute and 4 or 8 load with an fp8 cache; 4 or 8 compute and 4 gather with a bf16 one).
+# warps in all (4 compute, 4 or 8 load).
 _COMMON = dict(block_n=64, num_stages=2, index_prefetch=False, p_exchange=False, l2_prefetch=0)
 _NARROW = dict(_COMMON, num_warps=(8, 12), num_stages=(2, 1))
 FIXED = {64: dict(_COMMON, num_warps=(8,)), 32: _NARROW, 16: _NARROW}
@@ -59,37 +58,23 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
         if getattr(config, name) not in allowed:
             return name, (f"{allowed[0]!r}" if len(allowed) == 1 else f"one of {allowed}") + \
                 f" with gluon=True and block_h={config.block_h} (the Gluon kernel's fixed tiling)"
-    loaders, m_groups = _warp_groups(spec, config)
-    if m_groups == 2 and (config.block_h, config.num_stages) != (16, 2):
-        return "num_warps", ("8 unless block_h=16 and num_stages=2 with a bf16 cache (12: two computing warp groups; "
-                             "with 32 heads the second's 168 registers spilled 588 B)")
-    why = _tiling_problem(config.block_h, loaders, config.num_stages, m_groups)
+    if config.num_warps == 12 and spec.kv_format == "auto":
+        return "num_warps", "8 with a bf16 cache (two dequantizing warp groups are for fp8 caches)"
+    why = _tiling_problem(config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
     if why:  # (FIXED holds the wide kernel to its tiling, so only the stage rule is left)
         return "num_stages", f"2 unless {why}"
     return "", ""
 
 
-def _warp_groups(spec: KernelSpec, config) -> tuple[int, int]:
-    """(loaders, m_groups) of the narrow kernel for ``config``: num_warps=12 is a second dequantizing warp group
-    with an fp8 cache, a second computing one with a bf16 cache."""
-    if config.num_warps != 12:
-        return 1, 1
-    return (2, 1) if spec.kv_format != "auto" else (1, 2)
-
-
-def _tiling_problem(block_h: int, loaders: int, stages: int, m_groups: int = 1) -> str:
-    """What a tiling (heads per program, loading and computing warp groups, stages) lacks ("" if the template
-    has it)."""
-    if block_h not in FIXED or loaders not in (1, 2) or stages not in (1, 2) or m_groups not in (1, 2):
-        return "block_h 16, 32 or 64, loaders 1 or 2, computing groups 1 or 2, stages 1 or 2"
-    if block_h == 64 and (loaders, stages, m_groups) != (1, 2, 1):
-        return "block_h 64 has one loading warp group, one computing one and two stages"
-    if stages == 1 and (loaders, block_h, m_groups) != (1, 16, 1):
-        return ("block_h=16 and one loading and one computing warp group, num_warps=8 (two programs per SM leave "
-                "registers for one, and shared memory for 16 heads' Q)")
-    if m_groups == 2 and (loaders, block_h, stages) != (1, 16, 2):
-        return ("block_h=16, one loading warp group and two stages with two computing ones (12 warps; with 32 heads "
-                "the second's 168 registers spilled 588 B)")
+def _tiling_problem(block_h: int, loaders: int, stages: int) -> str:
+    """What a tiling (heads per program, loading warp groups, stages) lacks ("" if the template has it)."""
+    if block_h not in FIXED or loaders not in (1, 2) or stages not in (1, 2):
+        return "block_h 16, 32 or 64, loaders 1 or 2, stages 1 or 2"
+    if block_h == 64 and (loaders, stages) != (1, 2):
+        return "block_h 64 has one loading warp group and two stages"
+    if stages == 1 and (loaders, block_h) != (1, 16):
+        return ("block_h=16 and one loading warp group, num_warps=8 (two programs per SM leave registers "
+                "for one, and shared memory for 16 heads' Q)")
     return ""
 
 
@@ -124,10 +109,6 @@ class GluonKernel:
     block_h: int = 64
     loaders: int = 1  # the narrow kernel's warp groups that dequantize (fp8) or gather (bf16)
     stages: int = 2  # the narrow kernel's stages (1: two programs per SM)
-    # The narrow kernel's computing warp groups (session 33): with 2 (a bf16 cache, two stages), M takes the even
-    # tiles and M1 the odd ones, so a program's tiles are computed two at a time (at T=1 H=128, 16 splits of 2
-    # tiles, both at once); M1 leaves its result in its stage for M to merge.
-    m_groups: int = 1
     # Where Q is loaded: by the computing warp group once the partitions run, so the loading groups
     # start at once (True), or by its warps before the partitions start (False). None: the rule
     # measured in session 17 (benchmarks/results/session17/README.md): the computing group for an fp8
@@ -229,20 +210,15 @@ class GluonKernel:
         if self.bf16_scale and self.spec.kv_format != "model1":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with bf16_scale=True: expected kv_format 'model1' "
                              "(ue8m0 scales, exact in bf16; fp8_ds_mla's float32 scales would round)")
-        why = _tiling_problem(self.block_h, self.loaders, self.stages, self.m_groups)
+        why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
-                             f"loaders={self.loaders}, stages={self.stages}, m_groups={self.m_groups}: expected {why}")
-        if self.m_groups == 2 and (self.spec.kv_format != "auto" or self.profile):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with m_groups=2: expected a bf16 cache (an fp8 "
-                             "one's dequantizing groups leave no registers for a second computing group) and no "
-                             "profile build (its slots are group M's)")
+                             f"loaders={self.loaders}, stages={self.stages}: expected {why}")
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
                    tail_split: bool = False, pdl_wait: bool = False) -> "GluonKernel":
-        loaders, m_groups = _warp_groups(spec, config)
-        return cls(spec, config.block_h, loaders, config.num_stages, m_groups=m_groups, persistent=persistent,
+        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages, persistent=persistent,
                    staged_out=staged_out, tail_split=tail_split, pdl_wait=pdl_wait)
 
     @property
@@ -254,8 +230,7 @@ class GluonKernel:
         """What sets this variant apart, as name parts (after the spec's key and "gluon")."""
         parts = []
         if self.narrow:
-            parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else []) \
-                + (["m2"] if self.m_groups == 2 else [])
+            parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
                  ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait),
@@ -273,7 +248,7 @@ class GluonKernel:
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], x=self.spec.extra_topk > 0, narrow=self.narrow,
                     block_h=self.block_h,
-                    loaders=self.loaders, stages=self.stages, m_groups=self.m_groups, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
+                    loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
                     ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, profile=self.profile,

@@ -49,8 +49,7 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     as they were. l2_prefetch is off or 2 tiles ahead (H200, session 7: 2 beat 1 and 4 in every
     row measured; 1 was often slower than off). gluon (sm90, where the Gluon kernel runs the spec:
     gen/gluon.py) picks the warp-specialized kernel, whose tiling is fixed but for block_h, num_splits and,
-    with 16 or 32 heads a program, num_stages and num_warps (12: two dequantizing warp groups with an fp8 cache,
-    two computing ones with a bf16 cache);
+    with 16 or 32 heads a program, num_stages and num_warps (12: two dequantizing warp groups, fp8 caches);
     the space's other combinations with it are rejected before compiling (``static_reason``). The arch's
     default config is always inside the space.
     """
@@ -73,7 +72,7 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     # own entry; a Gluon entry for the combined spec would not be what a call runs by default)
     if a.name == "sm90" and not unsupported(replace(spec, arch=a.name)) and not spec.extra_topk:
         space["gluon"] = [False, True]
-        if min(space["block_h"]) < 64:
+        if spec.kv_format != "auto" and min(space["block_h"]) < 64:
             space["num_warps"] = sorted(space["num_warps"] + [12])
     for T in (1, 4096):  # the default changes with T only through num_splits
         for k, v in default_config(replace(spec, arch=a.name), T).to_dict().items():

@@ -336,15 +336,13 @@ def gluon_seeds(spec: KernelSpec, bucket: int, space: dict) -> list[Config]:
     """Where the space holds the Gluon kernel (sm90): its tilings at the split count that makes about two
     waves of their programs, half and twice it, measured after the other seeds. The wide kernel (64 heads a
     program) where the space reaches 64 heads; the narrow one (16 or 32 heads a program as wgmma's N, with
-    16 also one stage, two programs per SM, and with a bf16 cache two computing warp groups) up to 32 heads,
-    and at T=1 (H200: 16-head programs won every T=1 row with 64 or 128 heads, session 16). The sampler goes
-    on from whichever wins."""
+    16 also one stage, two programs per SM) up to 32 heads, and at T=1 (H200: 16-head programs won every
+    T=1 row with 64 or 128 heads, session 16). The sampler goes on from whichever wins."""
     if True not in space.get("gluon", ()):
         return []
     tilings = [(64, 8, 2)] if 64 in space["block_h"] else []
     if spec.num_heads <= 32 or bucket == 1:
-        tilings += [(16, 8, 2), (16, 8, 1)] + ([(16, 12, 2)] if spec.kv_format == "auto" else []) \
-            + ([(32, 8, 2)] if spec.num_heads > 16 else [])
+        tilings += [(16, 8, 2), (16, 8, 1)] + ([(32, 8, 2)] if spec.num_heads > 16 else [])
     out = []
     for block_h, warps, stages in tilings:
         s = filling_splits(spec, bucket, block_h, ARCHS[spec.arch].num_sms)

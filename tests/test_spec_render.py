@@ -151,23 +151,13 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
             g.check(KernelSpec(**kw))
     with pytest.raises(ValueError, match="Config.block_n=32 .*expected 64 with gluon=True"):
         Config(64, 32, 1, 8, 2, gluon=True).check(KernelSpec())
-    # The narrow kernel: 16 or 32 heads per program, 8 warps, or 12: two dequantizing groups with fp8, two
-    # computing ones with bf16 (16 heads, two stages).
-    for bh, w, fmt in ((16, 8, "auto"), (32, 8, "auto"), (16, 12, "fp8_e4m3"), (32, 12, "fp8_e4m3"), (16, 12, "auto")):
+    # The narrow kernel: 16 or 32 heads per program, 8 warps, or 12 (two dequantizing groups) with fp8.
+    for bh, w, fmt in ((16, 8, "auto"), (32, 8, "auto"), (16, 12, "fp8_e4m3"), (32, 12, "fp8_e4m3")):
         n = Config(bh, 64, 2, w, 2, gluon=True)
         assert n.check(KernelSpec(kv_format=fmt, num_heads=16)) is n
-    fp8 = KernelSpec(kv_format="fp8_e4m3", d_qk=512)
-    unit = GluonKernel.for_config(fp8, Config(16, 64, 2, 12, 2, gluon=True))
-    # (Q loaded by the computing warp group: the narrow kernel and fp8 caches, session 17's rule)
-    assert unit.key == fp8.key + "-gluon-h16-l2-qc" and unit.narrow and (unit.loaders, unit.m_groups) == (2, 1)
     unit = GluonKernel.for_config(KernelSpec(), Config(16, 64, 2, 12, 2, gluon=True))
-    assert unit.key == KernelSpec().key + "-gluon-h16-l1-m2-qc" and (unit.loaders, unit.m_groups) == (1, 2)
-    src = render.render_source(unit)
-    assert "def _group_m1(" in src and "M1_REGS" in src and "def _group_m1(" not in render.render_source(
-        GluonKernel(KernelSpec(), 16))
-    for bad in (dict(spec=fp8), dict(profile=True), dict(stages=1), dict(block_h=32)):
-        with pytest.raises(ValueError, match="m_groups"):
-            GluonKernel(**{"spec": KernelSpec(), "block_h": 16, **bad}, m_groups=2)
+    # (Q loaded by the computing warp group: the narrow kernel and fp8 caches, session 17's rule)
+    assert unit.key == KernelSpec().key + "-gluon-h16-l2-qc" and unit.narrow and unit.loaders == 2
     # (Q's first 256 columns in B's registers: the wide bf16 kernel, session 18's rule)
     assert GluonKernel(KernelSpec()).key == KernelSpec().key + "-gluon-qr4"
     assert GluonKernel(KernelSpec(), q_regs=0).key == KernelSpec().key + "-gluon"
@@ -184,8 +174,7 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     from sparsemla.gen.gluon import gluon_launch_options
     assert gluon_launch_options(load_module(unit)) == dict(num_warps=4, maxnreg=128)
     assert gluon_launch_options(load_module(GluonKernel(KernelSpec(), 16))) == dict(num_warps=4)
-    for cfg, field, expected in ((Config(32, 64, 1, 12, 2, gluon=True), "num_warps", "8 unless block_h=16 and num_stages=2"),
-                                 (Config(16, 64, 1, 12, 1, gluon=True), "num_warps", "8 unless block_h=16 and num_stages=2"),
+    for cfg, field, expected in ((Config(32, 64, 1, 12, 2, gluon=True), "num_warps", "8 with a bf16 cache"),
                                  (Config(16, 64, 1, 4, 2, gluon=True), "num_warps", r"one of \(8, 12\)"),
                                  (Config(128, 64, 1, 8, 2, gluon=True), "block_h", r"one of \[16, 32, 64\]"),
                                  (Config(64, 64, 1, 12, 2), "num_warps", r".*\(or 12 with gluon=True\)"),
@@ -223,12 +212,11 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     for kw, q_regs in ((dict(block_h=16), 4), (dict(), 3), (dict(spec=KernelSpec(kv_format="fp8_e4m3")), 4)):
         with pytest.raises(ValueError, match=f"q_regs={q_regs}: expected 0, or 4, 6 or 8 with block_h 64 and a bf16"):
             GluonKernel(**{"spec": KernelSpec(), **kw}, q_regs=q_regs)
-    for bh, loaders, stages, expected in ((32, 1, 1, "block_h=16 and one loading and one computing warp group"),
-                                          (16, 1, 3, "block_h 16, 32 or 64, loaders 1 or 2, computing groups 1 or 2, "
-                                                     "stages 1 or 2"),
-                                          (16, 2, 1, "block_h=16 and one loading and one computing warp group"),
+    for bh, loaders, stages, expected in ((32, 1, 1, "block_h=16 and one loading warp group"),
+                                          (16, 1, 3, "block_h 16, 32 or 64, loaders 1 or 2, stages 1 or 2"),
+                                          (16, 2, 1, "block_h=16 and one loading warp group"),
                                           (64, 2, 2, "block_h 64 has one loading warp group")):
-        with pytest.raises(ValueError, match=f"loaders={loaders}, stages={stages}, m_groups=1: expected {expected}"):
+        with pytest.raises(ValueError, match=f"loaders={loaders}, stages={stages}: expected {expected}"):
             GluonKernel(KernelSpec(), bh, loaders, stages)
     # The module renders and imports on any machine (its spec key names it); it runs on an sm90 GPU
     # only, so under Triton's interpreter a gluon config is refused with a clear error.

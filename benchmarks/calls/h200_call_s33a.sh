@@ -2,6 +2,7 @@
 # Session 33: the narrow bf16 kernel with two computing warp groups (Config num_warps=12, GluonKernel.m_groups=2):
 # its correctness on the GPU (gpu_correctness.py m2: sinks of +/-inf, LSE, masked heads, topk_length, empty
 # splits), then timed against the H200 table's entries (m_groups.py: rotating orders, one process), T=1 first.
+# (Ran at 5de07e2, on an H100; m_groups was removed after it: benchmarks/results/session33/README.md.)
 #   bash benchmarks/calls/h200_call_s33a.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1

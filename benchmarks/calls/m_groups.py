@@ -1,6 +1,6 @@
-"""Issue 7 experiment (session 33): the narrow bf16 Gluon kernel with two computing warp groups (Config num_warps=12,
-GluonKernel.m_groups=2: M takes the even tiles, M1 the odd ones, M merges) against the H200 table's entries, in one
-process. Each config is checked like a tuning trial (gen.gpu_measure.check: NaN in unreferenced slots), then all of a
+"""Issue 7 experiment (session 33, call 1): the narrow bf16 Gluon kernel with two computing warp groups (Config
+num_warps=12, GluonKernel.m_groups=2: M takes the even tiles, M1 the odd ones, M merges; measured 0.58-1.00x and
+removed, commit 5de07e2 has it) against the H200 table's entries, in one process; any other Gluon configs too. Each config is checked like a tuning trial (gen.gpu_measure.check: NaN in unreferenced slots), then all of a
 row's configs are timed (CUDA-graph replay over rotating inputs, the suite's measure) in rotating orders, the first of
 each repetition moving on and every other repetition reversed (a pair's first runs faster: session 24); median us.
 
