@@ -10,7 +10,9 @@ kernel at T=1100 with 128 heads, 2200 units, which the runtime runs persistent w
 SMs and staged otherwise; `tail`: the same at T=1060 with the last round's units split (GluonKernel.tail_split,
 forced on: 2112 whole units, then 4 tokens in 4 splits each, the last token's row all invalid), or `triton` for
 the Triton kernel's cases only, e.g.
-`python3 benchmarks/gpu_correctness.py auto576 gluon`."""
+`python3 benchmarks/gpu_correctness.py auto576 gluon`. `--with FIELD=VALUE[+...]` runs the Gluon cases with those
+GluonKernel fields replaced (a candidate, as benchmarks/calls/gluon_variant.py sets it; a case the candidate does
+not apply to is skipped)."""
 import math
 import os
 import sys
@@ -45,6 +47,14 @@ EMPTY_CASES = [(s, f, False, True, h, bh, w, st) for s, h, bh, w, st in (
 GLUON_CASES += EMPTY_CASES
 # the wide kernel without split-K over 2200 units (runtime/triton_backend.persistent_for, _staged_out; session 24)
 PERSISTENT_CASES = [(1, f, False, True, 128, 64, 8, 2) for f in ("plain", "sink+lse")]
+WITH = None
+if "--with" in sys.argv:
+    at = sys.argv.index("--with")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "calls"))
+    from gluon_variant import parse_variant, with_fields  # noqa: E402
+    WITH = parse_variant(sys.argv[at + 1])
+    with_fields(WITH)
+    del sys.argv[at:at + 2]
 TAIL = "tail" in sys.argv[1:]
 if TAIL:  # (on by default; forced past SPARSEMLA_TAIL_SPLIT=0, read at import)
     import sparsemla.runtime.triton_backend as tb
@@ -97,9 +107,15 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
             # kernel's cp.async of Q needs them so: the runtime copies such a q first)
             q_dev = torch.zeros(T, H, d_qk + 3, dtype=q.dtype, device=dev)[..., :d_qk]
             q_dev.copy_(q)
-        out, lse = sparsemla.sparse_mla(q_dev, cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5, kv_format=fmt,
-                                        topk_length=tl_.to(dev), return_lse=True, backend="triton",
-                                        config=Config(bh, 64, splits, warps, stages, p_exchange=px, gluon=gl), **kw, **extra)
+        try:
+            out, lse = sparsemla.sparse_mla(q_dev, cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5, kv_format=fmt,
+                                            topk_length=tl_.to(dev), return_lse=True, backend="triton",
+                                            config=Config(bh, 64, splits, warps, stages, p_exchange=px, gluon=gl), **kw,
+                                            **extra)
+        except ValueError as e:
+            if WITH is None or "no Gluon kernel" not in str(e):
+                raise
+            continue  # (the candidate's fields do not apply to this kernel)
         ref, rlse = reference64(q, deq, idx, d_qk ** -0.5, 512, topk_length=tl_, sink=sink, **x)
         err = rel_err(out.cpu(), ref)
         fin = torch.isfinite(rlse)
