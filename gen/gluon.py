@@ -168,10 +168,6 @@ class GluonKernel:
     # its code.)
     # (Measured on an H100 in session 30 and removed, see DEVELOPERS.md: s_ahead, the narrow kernel's next S before
     # the softmax, and its three-stage variant. Commit b395935's template has their code.)
-    # The narrow kernel with an fp8 cache (session 33, a candidate): group C arrives on a second barrier once it has
-    # stored a tile's columns 0-255, and M's S^T starts on them while C converts the rest (with one stage a program's
-    # C and M otherwise take turns: session 27's timeline, fp8_e4m3 T=256 H=16, M waited 1421 cycles a tile for it).
-    half_ready: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -209,9 +205,6 @@ class GluonKernel:
         if not self.ready_fence and self.spec.kv_format == "auto":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with ready_fence=False: expected an fp8 cache "
                              "(a bf16 stage arrives by cp.async, whose writes the computing group must fence)")
-        if self.half_ready and not (self.narrow and self.spec.kv_format != "auto"):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, half_ready=True: "
-                             "expected block_h 16 or 32 and an fp8 cache (group C stores the stage in column order)")
         if self.bf16_scale is None:
             object.__setattr__(self, "bf16_scale", self.spec.kv_format == "model1")
         if self.bf16_scale and self.spec.kv_format != "model1":
@@ -240,7 +233,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
-                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("hr", self.half_ready), ("pw", self.pdl_wait),
+                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -258,6 +251,5 @@ class GluonKernel:
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
-                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, half_ready=self.half_ready,
-                    profile=self.profile,
+                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, profile=self.profile,
                     sync_floats=SYNC_FLOATS)

@@ -202,15 +202,6 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     assert "_store_staged" not in render.render_source(GluonKernel(KernelSpec()))
     with pytest.raises(ValueError, match="staged_out"):
         GluonKernel(KernelSpec(), 16, staged_out=True)
-    # half_ready (a candidate): the narrow fp8 kernel's second barrier, for columns 0-255 of a stage
-    hr = GluonKernel(KernelSpec(kv_format="fp8_ds_mla", page_size=64), 16, stages=1, half_ready=True)
-    assert hr.key.endswith("-hr-pw") or "-hr" in hr.key
-    src = render.render_source(hr)
-    assert src.count("mbarrier.arrive(bars.index(HALF + stage))") == 1 and "HALF = gl.constexpr(2 * NUM_STAGES)" in src
-    assert "HALF" not in render.render_source(GluonKernel(KernelSpec(kv_format="fp8_ds_mla", page_size=64), 16, stages=1))
-    for kw in (dict(spec=KernelSpec()), dict(block_h=64)):
-        with pytest.raises(ValueError, match="half_ready=True: expected block_h 16 or 32 and an fp8 cache"):
-            GluonKernel(**{"spec": KernelSpec(kv_format="fp8_e4m3"), "block_h": 16, **kw}, half_ready=True)
     # A profile build (a diagnostic) takes its slots as a last, keyword argument
     prof = GluonKernel(KernelSpec(), 16, profile=True)
     assert prof.key.endswith("-prof")

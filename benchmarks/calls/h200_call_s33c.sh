@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 33: GluonKernel.half_ready on the narrow fp8 rows (issue 7's fp8 T=256 H=16 rows at 0.46-0.55 of the copy
 # ceiling, target 0.7): its correctness (gpu_correctness.py's narrow cases of the fp8 formats, with the field on),
-# then timed against the shipped kernel (half_ready.py, alternating orders).
+# then timed against the shipped kernel (half_ready.py, alternating orders). (Ran at 2adb0d8 on an H100; half_ready
+# was removed after it: benchmarks/results/session33/README.md.)
 #   bash benchmarks/calls/h200_call_s33c.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
