@@ -1,7 +1,7 @@
 """Issue 7 experiment (session 33, call 3, at 2adb0d8): GluonKernel.half_ready (the narrow fp8 kernel's group C
 arrives on a second barrier once it has stored a tile's columns 0-255, and M's S^T starts on them while C converts
-the rest; measured 0.91-0.98x and removed, commit 06e3644 has it) against the shipped kernel, in alternating orders (ABBA..., median us), each checked against the reference first. Run on the GPU
-after `pip install .`:
+the rest; measured 0.91-0.98x and removed, commit 06e3644 has it) against the shipped kernel, in alternating orders
+(ABBA..., median us), each checked against the reference first. Run on the GPU after `pip install .` of that tree:
   python3 benchmarks/calls/half_ready.py [--rows fp8:256:16,...] [--reps 4]
 """
 import argparse

@@ -1,12 +1,13 @@
 """Issue 7 experiment (session 33, call 1): the narrow bf16 Gluon kernel with two computing warp groups (Config
 num_warps=12, GluonKernel.m_groups=2: M takes the even tiles, M1 the odd ones, M merges; measured 0.58-1.00x and
-removed, commit 5de07e2 has it) against the H200 table's entries, in one process; any other Gluon configs too. Each config is checked like a tuning trial (gen.gpu_measure.check: NaN in unreferenced slots), then all of a
-row's configs are timed (CUDA-graph replay over rotating inputs, the suite's measure) in rotating orders, the first of
-each repetition moving on and every other repetition reversed (a pair's first runs faster: session 24); median us.
+removed, commit 5de07e2 has it) against the H200 table's entries, in one process; it times any Gluon configs so.
+Each config is checked like a tuning trial (gen.gpu_measure.check: NaN in unreferenced slots), then all of a row's
+configs are timed (CUDA-graph replay over rotating inputs, the suite's measure) in rotating orders, the first of each
+repetition moving on and every other repetition reversed (a pair's first runs faster: session 24); median us.
 
   python3 benchmarks/calls/m_groups.py [--reps 4] FORMAT:T:H[:CONFIG+CONFIG...] ...
-  (CONFIG as gluon_variant.row_config, e.g. h16.s16.w12.st2; without configs: the table's entry with num_warps=12
-  where it is a 16-head two-stage Gluon entry)
+  (CONFIG as gluon_variant.row_config, e.g. h16.s16.w8.st1; without configs: the table's entry with num_warps=12
+  where it is a 16-head two-stage Gluon entry, which with a bf16 cache only the 5de07e2 tree builds)
 """
 import dataclasses
 import statistics
