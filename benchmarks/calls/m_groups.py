@@ -39,7 +39,8 @@ def main(argv: list[str]) -> None:
         argv = argv[:argv.index("--reps")] + argv[argv.index("--reps") + 2:]
     dev = torch.device("cuda")
     state = _State()
-    lines = ["| format | T | H | shipped | us | candidate | us | shipped / candidate |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| format | T | H | shipped | us | candidate | us | shipped / candidate |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in argv:
         fmt, T, H, *given = row.split(":")
         T, H = int(T), int(H)
