@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 33: GluonKernel.ids_early (tile 0's slot ids loaded before topk_len) on the bf16 rows, with and without a
+# topk_length argument: ids_early.py (each variant checked with random lengths, then timed in alternating orders).
+# With `full`, gpu_correctness.py's Gluon cases of both bf16 formats with the field on go first.
+#   bash benchmarks/calls/h200_call_s33e.sh [ROWS] [full]   (after: source .whl/prelude.sh && python3 -m pip install .)
+set -u
+export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
+check_tables
+if [ "${2:-}" = full ]; then
+  timeout 240 python3 benchmarks/gpu_correctness.py auto576 auto_nope512 gluon --with ids_early=True \
+    > "$OUT/correctness_ie.log" 2>&1
+  echo "== gpu_correctness ids_early rc=$?"; grep -c " ok$" "$OUT/correctness_ie.log"
+  grep "FAIL\|Error\|all ok" "$OUT/correctness_ie.log" | head
+fi
+timeout 300 python3 benchmarks/calls/ids_early.py ${1:+--rows "$1"} > "$OUT/ids_early.log" 2>&1
+echo "== ids_early rc=$?"; grep "^|\|Error\|FAILED" "$OUT/ids_early.log" | tail -20
+pack_out
