@@ -12,14 +12,15 @@ import statistics
 import torch
 
 from gluon_variant import with_fields  # (the script's folder)
-from variant_rows import alternating
-from sparsemla.gen.gpu_measure import _calls, check, make_inputs, time_calls, timing_sets
+from variant_rows import alternating, timed_in_orders
+from sparsemla.gen.gpu_measure import check, make_inputs, timing_sets
 from sparsemla.gen.spec import config_label
 from sparsemla.gen.suite import suite_spec
 from sparsemla.runtime.dispatch import select_config
 
 ROWS = "bf16:1:128,bf16_nope:1:128,bf16:1:64,bf16:4:128,bf16:4:16,bf16:16:16"
 VARIANTS = {"shipped": None, "ids_early": {"ids_early": True}}
+SETUPS = {name: (lambda fields=fields: with_fields(fields)) for name, fields in VARIANTS.items()}
 
 
 def main():
@@ -49,14 +50,8 @@ def main():
         sets = timing_sets(spec, T, dev)
         full = torch.full((T,), spec.topk, dtype=torch.int32, device=dev)
         for mode, kws in (("none", sets), ("full", [dict(s, topk_length=full) for s in sets])):
-            times = {n: [] for n in VARIANTS if ok[n]}
-            for order in alternating(args.reps):
-                for i in order:
-                    name = list(VARIANTS)[i]
-                    if name in times:
-                        with_fields(VARIANTS[name])
-                        times[name].append(time_calls(_calls(kws, cfg))[0])
-            med = {n: statistics.median(v) for n, v in times.items()}
+            times = timed_in_orders(kws, cfg, SETUPS, alternating(args.reps), skip={n for n in VARIANTS if not ok[n]})
+            med = {n: statistics.median(v) for n, v in times.items() if v}
             cells = [f"{med[n]:.2f}" if n in med else "FAILED" for n in VARIANTS]
             ratio = f"{med['shipped'] / med['ids_early']:.3f}" if len(med) == 2 else "-"
             lines.append(f"| {fmt} | {T} | {H} | {config_label(cfg)} | {mode} | " + " | ".join(cells) + f" | {ratio} |")
