@@ -168,11 +168,6 @@ class GluonKernel:
     # its code.)
     # (Measured on an H100 in session 30 and removed, see DEVELOPERS.md: s_ahead, the narrow kernel's next S before
     # the softmax, and its three-stage variant. Commit b395935's template has their code.)
-    # Tile 0's slot ids loaded before topk_len (session 33, a candidate; bf16 caches, not persistent, no extra cache):
-    # the split's range without topk_len bounds them, and the gather masks them by the final one, so the two global
-    # latencies overlap instead of following each other. The narrow kernel's prologue copies them by cp.async into
-    # shared memory for G (which otherwise loads them once the partitions start); the wide one's loads them itself.
-    ids_early: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -210,9 +205,6 @@ class GluonKernel:
         if not self.ready_fence and self.spec.kv_format == "auto":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with ready_fence=False: expected an fp8 cache "
                              "(a bf16 stage arrives by cp.async, whose writes the computing group must fence)")
-        if self.ids_early and (self.spec.kv_format != "auto" or self.persistent or self.spec.extra_topk):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with ids_early=True: expected a bf16 cache, not "
-                             "persistent, no extra cache (their first tile's ids are loaded elsewhere)")
         if self.bf16_scale is None:
             object.__setattr__(self, "bf16_scale", self.spec.kv_format == "model1")
         if self.bf16_scale and self.spec.kv_format != "model1":
@@ -241,7 +233,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
-                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("ie", self.ids_early), ("pw", self.pdl_wait),
+                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -259,6 +251,5 @@ class GluonKernel:
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
-                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, ids_early=self.ids_early,
-                    profile=self.profile,
+                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, profile=self.profile,
                     sync_floats=SYNC_FLOATS)

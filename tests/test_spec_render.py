@@ -202,18 +202,6 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     assert "_store_staged" not in render.render_source(GluonKernel(KernelSpec()))
     with pytest.raises(ValueError, match="staged_out"):
         GluonKernel(KernelSpec(), 16, staged_out=True)
-    # ids_early (a candidate): tile 0's slot ids before topk_len's load; the narrow kernel copies them for G
-    ie = GluonKernel(KernelSpec(), 16, ids_early=True)
-    assert ie.key.endswith("-ie")
-    src = render.render_source(ie)
-    assert "_copy_ids(idx + t * stride_it" in src and "mbarrier.wait(bars.index(IDS), 0)" in src
-    assert src.index("_copy_ids(idx + t") < src.index("gl.load(topk_len + t)")
-    wide = render.render_source(GluonKernel(KernelSpec(), ids_early=True))
-    assert "_gather_ids(kv_elem" in wide and wide.index("ids0 = _slots(") < wide.index("gl.load(topk_len + t)")
-    assert "_gather_ids" not in render.render_source(GluonKernel(KernelSpec(), 16))
-    for kw in (dict(spec=KernelSpec(kv_format="fp8_e4m3")), dict(persistent=True), dict(spec=KernelSpec(extra_topk=64))):
-        with pytest.raises(ValueError, match="ids_early=True: expected a bf16 cache"):
-            GluonKernel(**{"spec": KernelSpec(), **kw}, ids_early=True)
     # A profile build (a diagnostic) takes its slots as a last, keyword argument
     prof = GluonKernel(KernelSpec(), 16, profile=True)
     assert prof.key.endswith("-prof")

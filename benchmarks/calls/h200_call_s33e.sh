@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 33: GluonKernel.ids_early (tile 0's slot ids loaded before topk_len) on the bf16 rows, with and without a
+# Session 33, run in session 34 call 1 at f42dc42: GluonKernel.ids_early (tile 0's slot ids loaded before topk_len;
+# 0.997-1.016x, removed) on the bf16 rows, with and without a
 # topk_length argument: ids_early.py (each variant checked with random lengths, then timed in alternating orders).
 # With `full`, gpu_correctness.py's Gluon cases of both bf16 formats with the field on go first, and
 # gluon_timeline.py's T=1 phases with it follow (at most 540 s in all).
