@@ -73,9 +73,6 @@ _EXTRA_PARTS = os.environ.get("SPARSEMLA_EXTRA_PARTS", "1") != "0"
 # list's programs as more splits (``extra_gluon``). H200, session 27 (call 3, model1 + 128 extra slots): 1.65-2.28x
 # over one Triton kernel and 1.35-1.61x over PartsLaunch at T = 1, 4; at T = 64, 256 PartsLaunch was 1.08-1.29x faster.
 _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
-# SPARSEMLA_PARTS_FP16=1 (an experiment, session 34; not safe: a partial above 65504 in magnitude overflows): the
-# split-K partials that go to the combine kernel are stored as float16, half the bytes written and read back.
-_PARTS_FP16 = os.environ.get("SPARSEMLA_PARTS_FP16", "0") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -521,7 +518,6 @@ class TritonLaunch:
         combine_grid = parts_t * H * (spec.d_v // block_dv)
         pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
         self.fused = fused
-        self.parts_fp16 = _PARTS_FP16 and merged and not fused and not tail and not x_splits
         # The workspace: o_part (split-K, tail split), lse_part (the same; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
@@ -588,8 +584,6 @@ class TritonLaunch:
             buf, self.ws_stream = _workspaces[(self.device, stream)], stream
         self.ws_buf = buf
         self.parts = parts = [ws[:self.o_numel], ws[self.o_numel:]]  # lse_part runs on into the scratch
-        if self.parts_fp16:
-            parts[0] = parts[0][:self.o_numel // 2].view(torch.float16)
         for i, n in enumerate((self.o_numel, self.lse_numel)):
             if n:
                 self.fwd.set_fixed(self.ws_pos + i, parts[i])

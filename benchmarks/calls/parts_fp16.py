@@ -1,5 +1,6 @@
-"""Issue 7 experiment (session 34): the split-K partials stored as float16 (runtime/triton_backend._PARTS_FP16, no
-scaling: an upper bound on what halving their bytes buys; unsafe past 65504) against float32, in alternating
+"""Issue 7 experiment (session 34, call 2, at 1853e97): the split-K partials stored as float16
+(runtime/triton_backend._PARTS_FP16 at that commit, no scaling: an upper bound on what halving their bytes buys;
+unsafe past 65504; measured 0.75-1.00x and removed, so run it at that commit) against float32, in alternating
 orders, each checked against the reference first (gen.gpu_measure.check on poisoned inputs). The Gluon kernels'
 stores to the float16 pointer keep their instruction count (each still writes 8 rows of 2-byte values per head,
 16-byte segments where float32 wrote 32-byte ones); the combine reads half the bytes. Run on the GPU after
@@ -19,6 +20,8 @@ ROWS = "bf16:1:128,bf16_nope:1:128,bf16:1:64,bf16:4:128,bf16:4:16,bf16:16:16,fp8
 
 
 def parts_fp16(on: bool):
+    if not hasattr(tb, "_PARTS_FP16"):  # (both variants would run the same kernels)
+        raise SystemExit("runtime/triton_backend has no _PARTS_FP16 switch: run this script at commit 1853e97")
     tb._PARTS_FP16 = on
     clear_call_cache()
 
