@@ -13,7 +13,8 @@ Scope: fp8_e4m3 (the per-tensor scale folded into the score scale and the output
 no sink, no LSE, no topk_length; tilings as the shipped kernel's (STAGES stages of V, LOADERS C groups taking
 alternate tiles): st1 w8 (two programs an SM: the shipped T=256 entry) and st2 w12.
 
-  python3 benchmarks/calls/proto_c_scores.py           (GPU: correctness, then timing beside the shipped kernel)
+  python3 benchmarks/calls/proto_c_scores.py [--diag]  (GPU: correctness, then timing beside the shipped kernel;
+                                                        --diag: also without C's or M's wgmmas, wrong outputs)
   python3 benchmarks/calls/proto_c_scores.py --compile (CPU: compile for sm_90a, print registers / spills / smem)
 """
 import argparse
@@ -87,20 +88,23 @@ def _prefetch_l2(ptrs):
 
 
 @gluon.jit
-def _chunk(x, COL: gl.constexpr, kst, qb, s, A_L: gl.constexpr, V: gl.constexpr, ACC: gl.constexpr):
+def _chunk(x, COL: gl.constexpr, kst, qb, s, A_L: gl.constexpr, V: gl.constexpr, ACC: gl.constexpr,
+           DIAG: gl.constexpr):
     """64 columns of a tile: e4m3 bytes x [64, 64] dequantized, stored as V's columns COL.. (V), and S^T's wgmma
-    over them issued (ACC: onto s) with at most one other in flight."""
+    over them issued (ACC: onto s) with at most one other in flight (not with DIAG 1)."""
     y = _dequant(x)
     if V:
         kst.slice(COL, 64, dim=1).store(y)
-    s = warpgroup_mma(_a_operand(y, 64, A_L), qb.slice(COL, 64, dim=1).permute((1, 0)), s, use_acc=ACC,
-                      is_async=True)
-    return warpgroup_mma_wait(1, deps=[s])
+    if DIAG != 1:
+        s = warpgroup_mma(_a_operand(y, 64, A_L), qb.slice(COL, 64, dim=1).permute((1, 0)), s, use_acc=ACC,
+                          is_async=True)
+        s = warpgroup_mma_wait(1, deps=[s])
+    return s
 
 
 @gluon.jit
 def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars, score_scale,
-             FIRST: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr, BLOCK_H: gl.constexpr):
+             FIRST: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr, BLOCK_H: gl.constexpr, DIAG: gl.constexpr):
     """Tiles FIRST, FIRST + STEP, ...: the e4m3 bytes into registers (before waiting for the stage), then per 64
     columns: dequantized, V's into the stage, and the A operand of S^T's wgmmas; S^T masked and scaled into the
     stage's score buffer."""
@@ -141,16 +145,17 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars
         kst = kn.index(stage)
         # S^T in nine wgmmas of 64 columns, at most two in flight (their A operands are live registers).
         s = gl.zeros([BLOCK_N, BLOCK_H], gl.float32, layout=S_L)
-        s = _chunk(x0, 0, kst, qn, s, A_L, True, False)
-        s = _chunk(x1, 64, kst, qn, s, A_L, True, True)
-        s = _chunk(x2, 128, kst, qn, s, A_L, True, True)
-        s = _chunk(x3, 192, kst, qn, s, A_L, True, True)
-        s = _chunk(x4, 256, kst, qn, s, A_L, True, True)
-        s = _chunk(x5, 320, kst, qn, s, A_L, True, True)
-        s = _chunk(x6, 384, kst, qn, s, A_L, True, True)
-        s = _chunk(x7, 448, kst, qn, s, A_L, True, True)
-        s = _chunk(xr, 0, kst, qr, s, A_L, False, True)
-        s = warpgroup_mma_wait(0, deps=[s])
+        s = _chunk(x0, 0, kst, qn, s, A_L, True, False, DIAG)
+        s = _chunk(x1, 64, kst, qn, s, A_L, True, True, DIAG)
+        s = _chunk(x2, 128, kst, qn, s, A_L, True, True, DIAG)
+        s = _chunk(x3, 192, kst, qn, s, A_L, True, True, DIAG)
+        s = _chunk(x4, 256, kst, qn, s, A_L, True, True, DIAG)
+        s = _chunk(x5, 320, kst, qn, s, A_L, True, True, DIAG)
+        s = _chunk(x6, 384, kst, qn, s, A_L, True, True, DIAG)
+        s = _chunk(x7, 448, kst, qn, s, A_L, True, True, DIAG)
+        s = _chunk(xr, 0, kst, qr, s, A_L, False, True, DIAG)
+        if DIAG != 1:
+            s = warpgroup_mma_wait(0, deps=[s])
         ok_s = gl.convert_layout(ok, KEYS)
         sbuf.index(stage).store(gl.where(ok_s[:, None], s * score_scale, float("-inf")))
         fence_async_shared()  # V's stores, before M's wgmma (the async proxy) reads them
@@ -160,22 +165,22 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars
 
 @gluon.jit
 def _group_c0(kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars, score_scale,
-              STAGES: gl.constexpr, LOADERS: gl.constexpr, BLOCK_H: gl.constexpr):
+              STAGES: gl.constexpr, LOADERS: gl.constexpr, BLOCK_H: gl.constexpr, DIAG: gl.constexpr):
     _group_c(kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars, score_scale, 0, LOADERS,
-             STAGES, BLOCK_H)
+             STAGES, BLOCK_H, DIAG)
 
 
 @gluon.jit
 def _group_c1(kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars, score_scale,
-              STAGES: gl.constexpr, LOADERS: gl.constexpr, BLOCK_H: gl.constexpr):
+              STAGES: gl.constexpr, LOADERS: gl.constexpr, BLOCK_H: gl.constexpr, DIAG: gl.constexpr):
     _group_c(kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars, score_scale, 1, LOADERS,
-             STAGES, BLOCK_H)
+             STAGES, BLOCK_H, DIAG)
 
 
 @gluon.jit
 def _group_m(kn, pt, sbuf, bars, n_tiles, out, stride_ot, stride_oh, t, out_scale,
-             STAGES: gl.constexpr, LOADERS: gl.constexpr, BLOCK_H: gl.constexpr):
-    """The softmax of C's S^T and O^T += V^T P^T, every tile; then the output."""
+             STAGES: gl.constexpr, LOADERS: gl.constexpr, BLOCK_H: gl.constexpr, DIAG: gl.constexpr):
+    """The softmax of C's S^T and O^T += V^T P^T (not with DIAG 2), every tile; then the output."""
     S_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_H, 16])
     HEADS: gl.constexpr = gl.SliceLayout(0, S_L)
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, layout=HEADS)
@@ -195,8 +200,9 @@ def _group_m(kn, pt, sbuf, bars, n_tiles, out, stride_ot, stride_oh, t, out_scal
         fence_async_shared()
         _barrier()  # all four warps' P^T, before the warp group's wgmma reads it
         acc = acc * alpha[None, :]
-        acc = warpgroup_mma(kn.index(stage).permute((1, 0)), pt.index(stage), acc, is_async=True)
-        acc = warpgroup_mma_wait(0, deps=[acc])
+        if DIAG != 2:
+            acc = warpgroup_mma(kn.index(stage).permute((1, 0)), pt.index(stage), acc, is_async=True)
+            acc = warpgroup_mma_wait(0, deps=[acc])
         _barrier()
         mbarrier.arrive(bars.index(FREE + stage))
     l_o = gl.sum(l_k, axis=0)
@@ -210,7 +216,7 @@ def _group_m(kn, pt, sbuf, bars, n_tiles, out, stride_ot, stride_oh, t, out_scal
 @gluon.jit
 def proto_cs(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
              score_scale, out_scale, BLOCK_H: gl.constexpr, STAGES: gl.constexpr, LOADERS: gl.constexpr,
-             C_REGS: gl.constexpr):
+             C_REGS: gl.constexpr, DIAG: gl.constexpr = 0):
     t = gl.program_id(0).to(gl.int64)
     SW: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
     qn = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, D_NOPE], SW)
@@ -229,18 +235,18 @@ def proto_cs(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it,
     if LOADERS == 2:
         gl.warp_specialize([
             (_group_m, (kn, pt, sbuf, bars, n_tiles, out, stride_ot, stride_oh, t, out_scale, STAGES, LOADERS,
-                        BLOCK_H)),
+                        BLOCK_H, DIAG)),
             (_group_c0, (kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars, score_scale, STAGES,
-                         LOADERS, BLOCK_H)),
+                         LOADERS, BLOCK_H, DIAG)),
             (_group_c1, (kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars, score_scale, STAGES,
-                         LOADERS, BLOCK_H)),
+                         LOADERS, BLOCK_H, DIAG)),
         ], [4, 4], [C_REGS, C_REGS])
     else:
         gl.warp_specialize([
             (_group_m, (kn, pt, sbuf, bars, n_tiles, out, stride_ot, stride_oh, t, out_scale, STAGES, LOADERS,
-                        BLOCK_H)),
+                        BLOCK_H, DIAG)),
             (_group_c0, (kv, stride_row, num_slots, idx_row, n_tiles, qn, qr, kn, sbuf, bars, score_scale, STAGES,
-                         LOADERS, BLOCK_H)),
+                         LOADERS, BLOCK_H, DIAG)),
         ], [4], [C_REGS])
 
 
@@ -248,13 +254,15 @@ def proto_cs(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it,
 TILINGS = {"st1 w8": (1, 1, 120, 128), "st2 w12": (2, 2, 152, 0)}
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, tiling):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, tiling, diag=0):
+    """The prototype with a tiling of TILINGS; diag 1 (C issues no wgmma: S^T is 0) or 2 (M issues no P.V)
+    computes wrong outputs, for timing only: what each group's wgmmas add."""
     stages, loaders, c_regs, maxnreg = TILINGS[tiling]
     T, H, _ = q.shape
     opts = dict(num_warps=4, **({"maxnreg": maxnreg} if maxnreg else {}))
     proto_cs[(T,)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx, idx.stride(0),
                    out, out.stride(0), out.stride(1), sm_scale * kv_scale * 1.4426950408889634, kv_scale,
-                   BLOCK_H=H, STAGES=stages, LOADERS=loaders, C_REGS=c_regs, **opts)
+                   BLOCK_H=H, STAGES=stages, LOADERS=loaders, C_REGS=c_regs, DIAG=diag, **opts)
 
 
 def compile_only(tiling: str) -> int:
@@ -283,6 +291,7 @@ def main() -> int:
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--tilings", default=",".join(TILINGS))
+    ap.add_argument("--diag", action="store_true", help="also time each tiling without C's and without M's wgmmas")
     args = ap.parse_args()
     tilings = args.tilings.split(",")
     if args.compile:
@@ -327,6 +336,11 @@ def main() -> int:
         sets.append((q, idx, torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
     variants = {f"proto {tl}": [lambda s=s, tl=tl: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], tl)
                                 for s in sets] for tl in tilings}
+    for tl in tilings if args.diag else ():
+        for diag, what in ((1, "no S^T wgmma"), (2, "no P.V wgmma")):
+            variants[f"proto {tl} {what}"] = [
+                lambda s=s, tl=tl, diag=diag: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], tl, diag)
+                for s in sets]
     variants["shipped"] = [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale,
                                                             kv_format="fp8_e4m3", out=s[2], **kw) for s in sets]
     names = list(variants)
