@@ -168,9 +168,6 @@ class GluonKernel:
     # its code.)
     # (Measured on an H100 in session 30 and removed, see DEVELOPERS.md: s_ahead, the narrow kernel's next S before
     # the softmax, and its three-stage variant. Commit b395935's template has their code.)
-    # The narrow kernel's bf16 gather (group G) requests tile 1's rows only once tile 0's have landed (session 34, a
-    # candidate): at T=1 every split's first two tiles are the whole top-k list, and all of it is requested at once.
-    first_alone: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -213,10 +210,6 @@ class GluonKernel:
         if self.bf16_scale and self.spec.kv_format != "model1":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with bf16_scale=True: expected kv_format 'model1' "
                              "(ue8m0 scales, exact in bf16; fp8_ds_mla's float32 scales would round)")
-        if self.first_alone and not (self.narrow and self.spec.kv_format == "auto" and self.stages == 2):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, stages={self.stages}, "
-                             "first_alone=True: expected the narrow kernel (block_h 16 or 32) with a bf16 cache and "
-                             "two stages (its gather, group G, holding two tiles in flight)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -240,7 +233,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
-                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("fa", self.first_alone),
+                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -258,6 +251,5 @@ class GluonKernel:
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
-                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, first_alone=self.first_alone,
-                    profile=self.profile,
+                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, profile=self.profile,
                     sync_floats=SYNC_FLOATS)

@@ -1,4 +1,5 @@
-"""Issue 7 experiment (session 34): GluonKernel.first_alone (the narrow kernel's bf16 gather requests tile 1's rows
+"""Issue 7 experiment (session 34, call 5, at ab597e6; measured 0.98-1.00x and removed, so run it at that commit):
+GluonKernel.first_alone (the narrow kernel's bf16 gather requests tile 1's rows
 only once tile 0's have landed, so at T=1, where every split's first two tiles are the whole top-k list, tile 0's
 rows do not share DRAM's bandwidth with tile 1's) against the shipped kernel, in alternating orders (ABBA..., median
 us), each checked against the reference first. Run on the GPU after `pip install .`:

@@ -1,0 +1,96 @@
+"""Issue 7 diagnostic (session 34): what halving the split-K partials' L2 sectors would buy, before building it.
+Session 34's call 2 stored the partials as float16 in the accumulators' layout: half the bytes but the same sector
+count (each store wrote 16 of a sector's 32 bytes), and it gained nothing (0.75-1.00x). A layout whose 16-bit stores
+fill whole sectors would halve the sectors. This times the shipped kernels against copies whose narrow Gluon kernel
+writes only the partials' first 256 columns (the other stores masked off: half the sectors, in whole ones), and
+against copies whose combine also reads only those: outputs are wrong, so nothing is checked; timing only, in
+rotating orders (CUDA-graph replay over rotating inputs, median us). Run on the GPU after `pip install .`:
+  python3 benchmarks/calls/half_parts.py [--rows bf16:1:128,...] [--reps 6]
+"""
+import argparse
+import importlib.util
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+import sparsemla.runtime.triton_backend as tb
+from sparsemla.gen.gluon import GluonKernel
+from sparsemla.gen.gpu_measure import timing_sets
+from sparsemla.gen.render import render_source
+from sparsemla.gen.suite import suite_spec
+from sparsemla.runtime.api import clear_call_cache
+from sparsemla.runtime.dispatch import select_config
+from variant_rows import timed_in_orders  # (the script's folder)
+
+ROWS = "bf16:1:128,bf16_nope:1:128,bf16:1:64,bf16:4:16,bf16:4:32,bf16:16:16,fp8:1:128,fp8_ds_mla:1:128,model1:16:16"
+HALF = 256
+# The narrow kernel's split-K store, its columns (O^T's rows) past HALF masked off.
+WRITE_EDIT = ("acc * _by_head(inv, TRANSPOSED), mask=_by_head(hm, TRANSPOSED))",
+              f"acc * _by_head(inv, TRANSPOSED), mask=_by_head(hm, TRANSPOSED) & (_by_head(cols, not TRANSPOSED) < "
+              f"{HALF}))")
+# The combine's loads of the partials, columns past HALF not read (0).
+READ_EDIT = ("mask=smask[:, None], other=0.0", f"mask=smask[:, None] & (dv[None, :] < {HALF}), other=0.0")
+SHIPPED_LOAD = tb.load_module
+_edited = {}
+
+
+def _edited_module(spec, edit):
+    """spec's module with every occurrence of edit[0] replaced by edit[1], imported from a file of its own."""
+    key = (spec.key, edit)
+    if key not in _edited:
+        src = render_source(spec)
+        if edit[0] not in src:
+            raise RuntimeError(f"{spec.key}: {edit[0]!r} not in its module")
+        name = f"{spec.module_name}_half{len(_edited)}"
+        path = Path(tempfile.gettempdir()) / f"{name}.py"
+        path.write_text(src.replace(edit[0], edit[1]))
+        mod_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[name] = module  # (Triton's JIT reads the kernels' source through the module)
+        mod_spec.loader.exec_module(module)
+        _edited[key] = module
+    return _edited[key]
+
+
+def use(half_writes: bool, half_reads: bool):
+    def load(spec):
+        if isinstance(spec, GluonKernel):
+            return _edited_module(spec, WRITE_EDIT) if half_writes and spec.narrow else SHIPPED_LOAD(spec)
+        return _edited_module(spec, READ_EDIT) if half_reads else SHIPPED_LOAD(spec)
+    tb.load_module = load
+    clear_call_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", default=ROWS, help="format:T:H,...")
+    ap.add_argument("--reps", type=int, default=6)
+    args = ap.parse_args()
+    dev = torch.device("cuda")
+    variants = {"shipped": lambda: use(False, False), "half writes": lambda: use(True, False),
+                "half writes+reads": lambda: use(True, True)}
+    orders = tuple(tuple((r + i) % 3 for i in range(3)) for r in range(args.reps))
+    lines = ["| format | T | H | config | shipped us | half writes | half writes+reads |", "|---|---|---|---|---|---|---|"]
+    for row in args.rows.split(","):
+        fmt, T, H = row.split(":")
+        spec = suite_spec(fmt, int(H), "sm90")
+        cfg = select_config(spec, int(T), dev)
+        sets = timing_sets(spec, int(T), dev)
+        times = timed_in_orders(sets, cfg, variants, orders)
+        med = {n: statistics.median(v) for n, v in times.items()}
+        label = f"h{cfg.block_h} s{cfg.num_splits} st{cfg.num_stages}" + (" gl" if cfg.gluon else "")
+        line = (f"| {fmt} | {T} | {H} | {label} | {med['shipped']:.2f} | {med['half writes']:.2f} | "
+                f"{med['half writes+reads']:.2f} |")
+        print(line, f"(runs: {times})", flush=True)
+        lines.append(line)
+        del sets
+        torch.cuda.empty_cache()
+    use(False, False)
+    print("\n" + "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
