@@ -575,19 +575,20 @@ def test_pdl_wait_is_a_runtime_option_of_every_gluon_kernel(monkeypatch):
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     assert "pdl_wait" not in triton_backend.gluon_fields(spec, narrow, 64, 132)
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", True)
-    assert triton_backend.gluon_fields(spec, narrow, 64, 132) == {"pdl_wait": True, "parts_f16": True}
+    monkeypatch.setattr(triton_backend, "_PARTS_F16", False)
+    assert triton_backend.gluon_fields(spec, narrow, 64, 132) == {"pdl_wait": True}
     assert triton_backend.gluon_fields(spec, Config(16, 64, 4, 8, 2), 64, 132) == {}  # the Triton kernel
     assert GluonKernel(spec, 16, pdl_wait=True).key.endswith("-pw")
 
 
 def test_float16_partials_are_the_narrow_gluon_kernels_split_k_rule(monkeypatch):
-    # runtime/triton_backend.parts_f16_for (on by default; SPARSEMLA_PARTS_F16=0 turns it off): the narrow Gluon
+    # runtime/triton_backend.parts_f16_for (a candidate, off by default; SPARSEMLA_PARTS_F16=1 turns it on): the narrow Gluon
     # kernel's split-K launches write float16 partials (GluonKernel.parts_f16) for the combine's PARTS_F16; not with
     # one split (no partials), not the wide kernel's, not the Triton kernel's
     from sparsemla.gen.gluon import GluonKernel
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     spec = KernelSpec(num_heads=128, arch="sm90")
-    assert triton_backend._PARTS_F16 == (os.environ.get("SPARSEMLA_PARTS_F16", "1") != "0")
+    assert triton_backend._PARTS_F16 == (os.environ.get("SPARSEMLA_PARTS_F16", "0") == "1")
     monkeypatch.setattr(triton_backend, "_PARTS_F16", True)
     for cfg, want in ((Config(16, 64, 16, 8, 2, gluon=True), True), (Config(32, 64, 2, 8, 2, gluon=True), True),
                       (Config(16, 64, 1, 8, 2, gluon=True), False), (Config(64, 64, 4, 8, 2, gluon=True), False),

@@ -32,7 +32,8 @@ PREPARED = ["benchmarks/h200_session.sh", "benchmarks/calls/h200_call_tune_gluon
             "benchmarks/calls/h200_call_s34b.sh", "benchmarks/calls/h200_call_s34c.sh",
             "benchmarks/calls/h200_call_s34d.sh", "benchmarks/calls/h200_call_s34e.sh",
             "benchmarks/calls/h200_call_s34f.sh", "benchmarks/calls/h200_call_s34g.sh",
-            "benchmarks/calls/h200_call_s34h.sh", "benchmarks/calls/h200_call_s34i.sh"]
+            "benchmarks/calls/h200_call_s34h.sh",
+            "benchmarks/calls/h200_call_s34j.sh"]
 CUDA_AT_IMPORT = {"benchmarks/gpu_correctness.py"}  # builds its problems on the GPU at import
 
 

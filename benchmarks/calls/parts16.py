@@ -1,6 +1,6 @@
 """Issue 7 (session 34): the narrow Gluon kernel's split-K partials as float16 in whole 32-byte sectors
-(GluonKernel.parts_f16 with the combine's PARTS_F16, the runtime's rule runtime/triton_backend.parts_f16_for) against
-float32 (SPARSEMLA_PARTS_F16=0), each checked against the reference first (gen.gpu_measure.check on poisoned
+(GluonKernel.parts_f16 with the combine's PARTS_F16, runtime/triton_backend.parts_f16_for's rule with
+SPARSEMLA_PARTS_F16=1) against float32 (the default), each checked against the reference first (gen.gpu_measure.check on poisoned
 inputs), then timed in alternating orders (ABBA..., CUDA-graph replay, median us). half_parts.py's diagnostic
 (half the sectors written and read) put the gain at ~1 us at T=1. --no-max adds a diagnostic third variant: float16
 partials scaled by a fixed 2^12, not by each row's largest value (no cross-warp reduction; wrong past |16|, right on
@@ -27,6 +27,9 @@ ROWS = "bf16:1:128,bf16_nope:1:128,bf16:1:64,bf16:4:16,bf16:4:32,bf16:16:16,bf16
 
 
 NO_MAX = ("big = gl.max(gl.abs(acc), axis=0) * inv", "big = inv * 0.0 + 4.0")
+
+
+DEFAULT = tb._PARTS_F16
 
 
 def parts_f16(on: bool, no_max: bool = False):
@@ -56,7 +59,7 @@ def main():
             med = {n: statistics.median(v) for n, v in times.items()}
             lines.append(f"| {fmt} | {T} | {H} | " + " | ".join(f"{med[n]:.2f}" for n in variants) + " |")
             print(lines[-1], f"(runs: {times})", flush=True)
-    parts_f16(True)
+    parts_f16(DEFAULT)
     print("\n" + "\n".join(lines))
 
 
