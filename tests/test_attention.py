@@ -93,7 +93,7 @@ def test_sinks_including_infinite(splits, parts_first, monkeypatch):
 def test_the_combine_merges_float16_partials(parts_first):
     # The combine kernel's PARTS_F16 (the narrow Gluon kernel's float16 partials, which only a GPU writes: there
     # gpu_correctness.py checks them end to end) on partials written in that format here (helpers.pack_parts_f16),
-    # against a float64 merge: rows from 1e-6 to 3e5 in magnitude (past float16's range unscaled), an empty split,
+    # against a float64 merge: rows from 1e-36 to 3e5 in magnitude (past float16's range unscaled), an empty split,
     # a sink of +inf and one of -inf, the LSE.
     from sparsemla.gen.render import load_module
     gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
@@ -101,6 +101,7 @@ def test_the_combine_merges_float16_partials(parts_first):
     spec = KernelSpec(num_heads=H, has_sink=True, return_lse=True)
     rows = T * H * S
     parts = torch.randn(rows, 512, generator=gen) * torch.tensor([1e-6, 1.0, 3e5])[torch.arange(rows) % 3, None]
+    parts[15:20] *= 1e-36  # token 0, head 3: every split's row under 2^-110 (scaled by 2^124, within float32)
     lse2 = torch.randn(rows, generator=gen) * 4
     lse2[3], parts[3] = -math.inf, 0.0  # an empty split (the kernel writes zeros)
     sink = torch.randn(H, generator=gen)
@@ -115,6 +116,7 @@ def test_the_combine_merges_float16_partials(parts_first):
     ref = (w[..., None] * parts.double().view(T, H, S, 512)).sum(2)
     finite = [0, 2, 3, 4]  # (head 1's +inf sink takes all the weight: its output is 0)
     assert rel_err(out[:, finite], ref[:, finite]) < 1e-3  # float16's 11 bits, each row scaled into its range
+    assert rel_err(out[0, 3], ref[0, 3]) < 1e-3
     assert (out[:, 1] == 0).all()
     ref_lse = torch.logsumexp(lse2.double().view(T, H, S) * math.log(2), dim=-1)  # (the LSE leaves the sink out)
     assert (lse.double() - ref_lse).abs().max().item() < 1e-5 * max(1.0, ref_lse.abs().max().item())
