@@ -439,7 +439,7 @@ def parts_f16_for(config: Config) -> bool:
     reading half the partials' sectors took bf16 T=1 H=128 from 9.29 to 8.01 us, but the first builds of this format
     ran 0.87-0.95x (their merge stored 2-byte output columns out of order); the merge that puts the columns back in
     order is prepared, not measured (benchmarks/calls/h200_call_s34j.sh), so it is off."""
-    return _PARTS_F16 and config.gluon and config.block_h < 64
+    return _PARTS_F16 and config.gluon and config.block_h < 64 and config.num_splits <= 128  # (the merge: 64 columns)
 
 
 def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dict:
@@ -537,9 +537,10 @@ class TritonLaunch:
         # The workspace: o_part (split-K, tail split), lse_part (the same; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
-        # (Workspace floats. With parts_f16 the partials are float16, and lse_part holds (LSE, 1 / scale) pairs.)
+        # (Workspace floats. With parts_f16 the partials are float16, and lse_part holds 8 floats a row: the LSE and
+        # four scales.)
         self.o_numel = parts_t * H * S * spec.d_v // (2 if self.parts_f16 else 1) if split_k or tail else 0
-        self.lse_numel = parts_t * H * S * (2 if self.parts_f16 else 1) if split_k or tail or config.p_exchange else 0
+        self.lse_numel = parts_t * H * S * (8 if self.parts_f16 else 1) if split_k or tail or config.p_exchange else 0
         x_numel = grid * mod.xchg_numel(config.block_h, config.block_n) if config.p_exchange else 0
         self.ws_numel = self.o_numel + (-(-self.lse_numel // 32) * 32 + x_numel if x_numel else self.lse_numel)
         self.ws_pos = len(fwd.values)

@@ -102,6 +102,7 @@ def test_the_combine_merges_float16_partials(parts_first):
     rows = T * H * S
     parts = torch.randn(rows, 512, generator=gen) * torch.tensor([1e-6, 1.0, 3e5])[torch.arange(rows) % 3, None]
     parts[15:20] *= 1e-36  # token 0, head 3: every split's row under 2^-110 (scaled by 2^124, within float32)
+    parts.view(rows, 8, 4, 16)[:, :, 3] *= 1e3  # each row's fourth warp's columns: another scale than the rest's
     lse2 = torch.randn(rows, generator=gen) * 4
     lse2[3], parts[3] = -math.inf, 0.0  # an empty split (the kernel writes zeros)
     sink = torch.randn(H, generator=gen)

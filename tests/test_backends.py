@@ -592,6 +592,7 @@ def test_float16_partials_are_the_narrow_gluon_kernels_split_k_rule(monkeypatch)
     monkeypatch.setattr(triton_backend, "_PARTS_F16", True)
     for cfg, want in ((Config(16, 64, 16, 8, 2, gluon=True), True), (Config(32, 64, 2, 8, 2, gluon=True), True),
                       (Config(16, 64, 1, 8, 2, gluon=True), False), (Config(64, 64, 4, 8, 2, gluon=True), False),
+                      (Config(16, 64, 256, 8, 2, gluon=True), False),  # (the merge reads 64-column blocks)
                       (Config(16, 64, 16, 8, 2), False)):
         assert triton_backend.gluon_fields(spec, cfg, 128 * cfg.num_splits, 132).get("parts_f16", False) == want, cfg
     monkeypatch.setattr(triton_backend, "_PARTS_F16", False)
