@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Session 34, prepared for the next device time: the float16 partials (GluonKernel.parts_f16 with the combine's
-# PARTS_F16; off by default) as built at the end of session 34, whose merge puts the columns back in order before the
-# sum (not yet measured). The combine alone on float32 and float16 partials (combine16_time.py), the narrow and
-# many-empty-splits correctness cases of every format with SPARSEMLA_PARTS_F16=1, then parts16.py --no-max (float32,
-# float16, and float16 without the rows' max: what a per-warp scale would save) on the split rows (at most 560 s).
+# PARTS_F16; off by default) as built at the end of session 34 (per-warp scales; the merge puts the columns back in
+# order before the sum; not yet measured). The combine alone on float32 and float16 partials (combine16_time.py), the narrow and
+# many-empty-splits correctness cases of every format with SPARSEMLA_PARTS_F16=1, then parts16.py (float32
+# and float16) on the split rows (at most 560 s).
 #   bash benchmarks/calls/h200_call_s34j.sh [ROWS]   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
@@ -18,6 +18,6 @@ grep "FAIL\|Error\|all ok" "$OUT/correctness_narrow.log" | head
 SPARSEMLA_PARTS_F16=1 timeout 70 python3 benchmarks/gpu_correctness.py empty > "$OUT/correctness_empty.log" 2>&1
 echo "== gpu_correctness empty (parts_f16) rc=$?"; grep -c " ok$" "$OUT/correctness_empty.log"
 grep "FAIL\|Error\|all ok" "$OUT/correctness_empty.log" | head
-timeout 260 python3 benchmarks/calls/parts16.py --no-max ${1:+--rows "$1"} > "$OUT/parts16.log" 2>&1
-echo "== parts16 rc=$?"; grep "^|\|Error\|FAILED" "$OUT/parts16.log" | tail -32
+timeout 260 python3 benchmarks/calls/parts16.py ${1:+--rows "$1"} > "$OUT/parts16.log" 2>&1
+echo "== parts16 rc=$?"; grep "^|\|Error\|FAILED" "$OUT/parts16.log" | tail -16
 pack_out
