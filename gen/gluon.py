@@ -169,8 +169,8 @@ class GluonKernel:
     # (Measured on an H100 in session 30 and removed, see DEVELOPERS.md: s_ahead, the narrow kernel's next S before
     # the softmax, and its three-stage variant. Commit b395935's template has their code.)
     # The narrow kernel's split-K partials as float16 in whole 32-byte sectors (``_write_parts16``: each head's row
-    # scaled by a power of two, lse_part holding (LSE, 1 / scale) pairs), for the combine kernel's PARTS_F16; the
-    # runtime's rule for the narrow kernel's split-K launches (session 34).
+    # scaled in four parts by powers of two, lse_part holding 8 floats a row), for the combine kernel's PARTS_F16
+    # (session 34, a candidate: runtime/triton_backend.parts_f16_for takes it with SPARSEMLA_PARTS_F16=1).
     parts_f16: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)

@@ -74,7 +74,7 @@ _EXTRA_PARTS = os.environ.get("SPARSEMLA_EXTRA_PARTS", "1") != "0"
 # over one Triton kernel and 1.35-1.61x over PartsLaunch at T = 1, 4; at T = 64, 256 PartsLaunch was 1.08-1.29x faster.
 _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
 # SPARSEMLA_PARTS_F16=1 (a candidate, off by default): the narrow Gluon kernel's split-K partials are float16 in whole
-# 32-byte sectors, each row scaled by a power of two (``parts_f16_for``); by default float32.
+# 32-byte sectors, each row scaled in four parts by powers of two (``parts_f16_for``); by default float32.
 _PARTS_F16 = os.environ.get("SPARSEMLA_PARTS_F16", "0") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
@@ -437,8 +437,8 @@ def parts_f16_for(config: Config) -> bool:
     the narrow Gluon kernel's, where the combine kernel merges them (not an extra cache's list, not a PartsLaunch
     part), with ``SPARSEMLA_PARTS_F16=1``. Session 34 (an H100, benchmarks/results/session34/README.md): writing and
     reading half the partials' sectors took bf16 T=1 H=128 from 9.29 to 8.01 us, but the first builds of this format
-    ran 0.87-0.95x (their merge stored 2-byte output columns out of order); the merge that puts the columns back in
-    order is prepared, not measured (benchmarks/calls/h200_call_s34j.sh), so it is off."""
+    ran 0.87-0.95x (their merge stored 2-byte output columns out of order, their rows' max crossed warps); the build
+    with both mended is prepared, not measured (benchmarks/calls/h200_call_s34j.sh), so it is off."""
     return _PARTS_F16 and config.gluon and config.block_h < 64 and config.num_splits <= 128  # (the merge: 64 columns)
 
 
