@@ -685,6 +685,20 @@ def test_shipped_tables_are_stamped_with_this_template():
         assert json.load(open(path))["provenance"]["template_hash"] == attention_template_hash(), path
 
 
+def test_every_tuned_gpu_folder_is_a_listed_package():
+    # pyproject.toml lists each tuned/<GPU> folder as a package with its JSON as package data: setuptools warns about
+    # importable folders it is not told about (and a wheel built without them would ship no table for that GPU).
+    import pathlib
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11 on)
+    root = pathlib.Path(__file__).resolve().parent.parent
+    setup = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = sorted(p.parent.name for p in (root / "tuned").glob("*/*.json"))
+    assert folders
+    for gpu in folders:
+        assert f"sparsemla.tuned.{gpu}" in setup["packages"], f"tuned/{gpu}: add it to pyproject.toml's packages"
+        assert setup["package-data"].get(f"sparsemla.tuned.{gpu}") == ["*.json"], f"tuned/{gpu}: its package-data"
+
+
 # ---------------------------------------------------------------- the GPU measurer's CPU-side parts
 
 @pytest.mark.parametrize("fmt,d_qk,page", [("auto", 576, 1), ("fp8_e4m3", 512, 16),
