@@ -93,7 +93,7 @@ def test_sinks_including_infinite(splits, parts_first, monkeypatch):
 def test_the_combine_merges_float16_partials(parts_first):
     # The combine kernel's PARTS_F16 (the narrow Gluon kernel's float16 partials, which only a GPU writes: there
     # gpu_correctness.py checks them end to end) on partials written in that format here (helpers.pack_parts_f16),
-    # against a float64 merge: rows from 1e-36 to 3e5 in magnitude (past float16's range unscaled), an empty split,
+    # against a float64 merge: rows from 1e-36 to 3e8 in magnitude (past float16's range unscaled), an empty split,
     # a sink of +inf and one of -inf, the LSE.
     from sparsemla.gen.render import load_module
     gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))

@@ -582,9 +582,9 @@ def test_pdl_wait_is_a_runtime_option_of_every_gluon_kernel(monkeypatch):
 
 
 def test_float16_partials_are_the_narrow_gluon_kernels_split_k_rule(monkeypatch):
-    # runtime/triton_backend.parts_f16_for (a candidate, off by default; SPARSEMLA_PARTS_F16=1 turns it on): the narrow Gluon
-    # kernel's split-K launches write float16 partials (GluonKernel.parts_f16) for the combine's PARTS_F16; not with
-    # one split (no partials), not the wide kernel's, not the Triton kernel's
+    # runtime/triton_backend.parts_f16_for (a candidate, off by default; SPARSEMLA_PARTS_F16=1 turns it on): the
+    # narrow Gluon kernel's split-K launches write float16 partials (GluonKernel.parts_f16) for the combine's
+    # PARTS_F16; not with one split (no partials), not the wide kernel's, not the Triton kernel's, not past 128 splits
     from sparsemla.gen.gluon import GluonKernel
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     spec = KernelSpec(num_heads=128, arch="sm90")

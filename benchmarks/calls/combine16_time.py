@@ -25,7 +25,8 @@ def main():
     args = ap.parse_args()
     dev = torch.device("cuda")
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
-    print("| T | H | splits | BLOCK_DV | programs | float32 us | float16 us | max abs diff |\n|---|---|---|---|---|---|---|---|")
+    print("| T | H | splits | BLOCK_DV | programs | float32 us | float16 us | max abs diff |\n"
+          "|---|---|---|---|---|---|---|---|")
     for row in args.rows.split(","):
         T, H, S = map(int, row.split(":"))
         spec = KernelSpec(num_heads=H, arch="sm90")

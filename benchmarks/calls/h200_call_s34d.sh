@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Session 34, call 5 (at ab597e6; the field is removed): GluonKernel.first_alone (the narrow bf16 gather requests tile 1 once tile 0 has landed) on the rows
-# whose entries run the narrow bf16 kernel with two stages: gpu_correctness.py's Gluon cases of both bf16 formats with
-# the field on, first_alone.py (timed in alternating orders), then gluon_timeline.py's T=1 phases with it (at most
-# 540 s in all).
+# Session 34, call 5 (at ab597e6; the field is removed): GluonKernel.first_alone (the narrow bf16 gather requests
+# tile 1 once tile 0 has landed) on the rows whose entries run the narrow bf16 kernel with two stages:
+# gpu_correctness.py's Gluon cases of both bf16 formats with the field on, first_alone.py (timed in alternating
+# orders), then gluon_timeline.py's T=1 phases with it (at most 540 s in all).
 #   bash benchmarks/calls/h200_call_s34d.sh [ROWS]   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1

@@ -10,7 +10,8 @@ check_tables
 timeout 80 python3 benchmarks/gpu_correctness.py auto576 model1 narrow > "$OUT/correctness_narrow.log" 2>&1
 echo "== gpu_correctness rc=$?"; grep -c " ok$" "$OUT/correctness_narrow.log"
 grep "FAIL\|Error\|all ok" "$OUT/correctness_narrow.log" | head
-timeout 240 python3 benchmarks/calls/parts16.py --no-max --rows "${1:-bf16:1:128,bf16:1:64,bf16:4:16,bf16:64:16,fp8:1:128,fp8:1:16}" \
+rows=${1:-bf16:1:128,bf16:1:64,bf16:4:16,bf16:64:16,fp8:1:128,fp8:1:16}
+timeout 240 python3 benchmarks/calls/parts16.py --no-max --rows "$rows" \
   > "$OUT/parts16.log" 2>&1
 echo "== parts16 rc=$?"; grep "^|\|Error\|FAILED" "$OUT/parts16.log" | tail -17
 pack_out

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Session 34, prepared for the next device time: the float16 partials (GluonKernel.parts_f16 with the combine's
 # PARTS_F16; off by default) as built at the end of session 34 (per-warp scales; the merge puts the columns back in
-# order before the sum; not yet measured). The combine alone on float32 and float16 partials (combine16_time.py), the narrow and
-# many-empty-splits correctness cases of every format with SPARSEMLA_PARTS_F16=1, then parts16.py (float32
-# and float16) on the split rows (at most 560 s).
+# order before the sum; not yet measured). The combine alone on float32 and float16 partials (combine16_time.py),
+# the narrow and many-empty-splits correctness cases of every format with SPARSEMLA_PARTS_F16=1, then parts16.py
+# (float32 and float16) on the split rows (at most 560 s).
 #   bash benchmarks/calls/h200_call_s34j.sh [ROWS]   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1

@@ -73,7 +73,8 @@ def main():
     variants = {"shipped": lambda: use(False, False), "half writes": lambda: use(True, False),
                 "half writes+reads": lambda: use(True, True)}
     orders = tuple(tuple((r + i) % 3 for i in range(3)) for r in range(args.reps))
-    lines = ["| format | T | H | config | shipped us | half writes | half writes+reads |", "|---|---|---|---|---|---|---|"]
+    lines = ["| format | T | H | config | shipped us | half writes | half writes+reads |",
+             "|---|---|---|---|---|---|---|"]
     for row in args.rows.split(","):
         fmt, T, H = row.split(":")
         spec = suite_spec(fmt, int(H), "sm90")

@@ -1,9 +1,10 @@
-"""Issue 7 experiment (session 33, run in session 34 call 1 at f42dc42): GluonKernel.ids_early (tile 0's slot ids loaded before topk_len, so the two
-global latencies overlap; the narrow kernel's prologue copies them by cp.async for its gathering group) against the
-shipped kernel, on bf16 rows, with and without a topk_length argument (engines pass one: SGLang's DeepSeek-V4 path;
-the suite does not; measured 0.997-1.016x and removed, commit f42dc42 has it). Each variant is first checked on poisoned inputs with random lengths (0, 1, partial tiles,
-full), then both are timed in alternating orders (CUDA-graph replay over rotating inputs; with lengths, every
-token's is the full top-k), median us. Run on the GPU after `pip install .`:
+"""Issue 7 experiment (session 33, run in session 34 call 1 at f42dc42): GluonKernel.ids_early (tile 0's slot ids
+loaded before topk_len, so the two global latencies overlap; the narrow kernel's prologue copies them by cp.async for
+its gathering group) against the shipped kernel, on bf16 rows, with and without a topk_length argument (engines pass
+one: SGLang's DeepSeek-V4 path; the suite does not; measured 0.997-1.016x and removed, commit f42dc42 has it). Each
+variant is first checked on poisoned inputs with random lengths (0, 1, partial tiles, full), then both are timed in
+alternating orders (CUDA-graph replay over rotating inputs; with lengths, every token's is the full top-k), median
+us. Run on the GPU after `pip install .`:
   python3 benchmarks/calls/ids_early.py [--rows bf16:1:128,...] [--reps 4]
 """
 import argparse
