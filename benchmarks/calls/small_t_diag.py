@@ -13,7 +13,6 @@ Run on the GPU after `pip install .`: python3 benchmarks/calls/small_t_diag.py
 """
 import torch
 import triton
-import triton.language as tl
 
 import sparsemla.runtime.api as api
 from sparsemla.gen.gpu_measure import _calls, time_calls, timing_sets
