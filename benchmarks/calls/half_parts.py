@@ -8,9 +8,7 @@ rotating orders (CUDA-graph replay over rotating inputs, median us). Run on the 
   python3 benchmarks/calls/half_parts.py [--rows bf16:1:128,...] [--reps 6]
 """
 import argparse
-import importlib.util
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import torch
 import sparsemla.runtime.triton_backend as tb
 from sparsemla.gen.gluon import GluonKernel
 from sparsemla.gen.gpu_measure import timing_sets
-from sparsemla.gen.render import render_source
+from sparsemla.gen.render import _import as import_module_file, render_source
 from sparsemla.gen.suite import suite_spec
 from sparsemla.runtime.api import clear_call_cache
 from sparsemla.runtime.dispatch import select_config
@@ -44,14 +42,9 @@ def _edited_module(spec, edit):
         src = render_source(spec)
         if edit[0] not in src:
             raise RuntimeError(f"{spec.key}: {edit[0]!r} not in its module")
-        name = f"{spec.module_name}_half{len(_edited)}"
-        path = Path(tempfile.gettempdir()) / f"{name}.py"
+        path = Path(tempfile.mkdtemp(prefix="half_parts")) / f"{spec.module_name}.py"
         path.write_text(src.replace(edit[0], edit[1]))
-        mod_spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(mod_spec)
-        sys.modules[name] = module  # (Triton's JIT reads the kernels' source through the module)
-        mod_spec.loader.exec_module(module)
-        _edited[key] = module
+        _edited[key] = import_module_file(spec, path, f"_half{len(_edited)}")
     return _edited[key]
 
 

@@ -27,6 +27,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait)
 
+from proto_regs_a import XR_L, _perm_k, _prefetch_l2  # (the script's folder: session 28's prototype)
+
 _barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 
 BLOCK_N = gl.constexpr(64)
@@ -36,21 +38,9 @@ TOPK = gl.constexpr(2048)
 # mbarriers: ready[s] (C wrote V into stage s and S^T into its score buffer), free[s] (M is done with both).
 READY = gl.constexpr(0)
 FREE = gl.constexpr(2)
-
-# C's load layout for 64 columns (session 28's proto_regs_a.py): the dot operand's, with a thread's register bits of
-# K as the low bits of the address, so each thread's 16 bytes of a row are contiguous; a reshape/permute
-# (_a_operand) is then the A operand of S^T with its K index in perm_k order.
-XR_L = gl.constexpr(gl.DistributedLinearLayout(
-    reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [8, 0]],
-    lane_bases=[[0, 16], [0, 32], [1, 0], [2, 0], [4, 0]], warp_bases=[[16, 0], [32, 0]], block_bases=[],
-    shape=[64, 64]))
-
-
-@gluon.jit
-def _perm_k(k):
-    """S^T's K index -> the row's byte (within each 64 columns): a thread's 4 register bits of K (k0, k3, k4, k5)
-    become the byte's low 4 bits, its lane bits (k1, k2) bits 4 and 5."""
-    return (k & 1) | (((k >> 1) & 3) << 4) | (((k >> 3) & 7) << 1) | (k & ~63)
+# C loads 64 columns in proto_regs_a's XR_L: the dot operand's layout, a thread's register bits of K the low bits of
+# the address, so each thread's 16 bytes of a row are contiguous; a reshape/permute (_a_operand) is then the A operand
+# of S^T with its K index in _perm_k's order.
 
 
 @gluon.jit
@@ -79,12 +69,6 @@ def _load_q_t(q, stride_qt, stride_qh, t, qn, qr, BLOCK_H: gl.constexpr):
     qr.store(gl.load(q_row + D_NOPE + _perm_k(kr)[None, :]))
     fence_async_shared()
     _barrier()
-
-
-@gluon.jit
-def _prefetch_l2(ptrs):
-    gl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs], dtype=gl.int32,
-                              is_pure=False, pack=1)
 
 
 @gluon.jit
