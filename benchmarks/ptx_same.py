@@ -14,7 +14,7 @@ the launch constexprs it runs it with (PDL, FUSED: runtime/triton_backend.launch
 were compiled off).
 ``--combine`` also compares the split-K combine kernel of every spec in the table (2, 16 and 32 splits, with
 and without PDL); ``--new-default NAME=VALUE`` gives a constexpr the new template's combine added at the
-value the runtime passes.
+value the runtime passes, and ``--old-default`` one the old combine took that the new one no longer has.
 """
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def _combine_same(table, old_text, old_defaults, new_defaults) -> tuple[int, int
         new = _module(render.render_source(spec), f"new_c{i}")
         for splits, pdl, parts_first in itertools.product((2, 16, 32), (False, True), (False, True)):
             ptx = []
-            for mod, extra in ((old, {}), (new, new_defaults)):
+            for mod, extra in ((old, old_defaults), (new, new_defaults)):  # (filtered below: constexprs only)
                 fn = mod.sparse_mla_combine
                 consts = dict(NUM_SPLITS=splits, SPLITS_P2=next_pow2(splits),
                               BLOCK_DV=combine_columns(splits, spec.d_v), PDL=pdl, PARTS_FIRST=parts_first, **extra)

@@ -1,10 +1,12 @@
 """Whether a template change leaves every Gluon variant's rendering byte-identical: renders each variant the suite's
 formats can take (every head count, tiling, pdl_wait and profile, the H200 table's entries among them) with the
 working tree's template and with the one at a git revision, and counts the differences. Run from the repository root
-after a template change that adds a field which is off by default (then restamp the tables, benchmarks/restamp.py):
+after a template change that adds a field which is off by default, or removes one (the revision's template then
+renders with each --removed field off); then restamp the tables (benchmarks/restamp.py):
 
-  python benchmarks/render_same.py [REV]   (REV: default HEAD)
+  python benchmarks/render_same.py [REV] [--removed FIELD ...]   (REV: default HEAD)
 """
+import argparse
 import dataclasses
 import subprocess
 import sys
@@ -37,18 +39,26 @@ def variants():
 
 
 def main() -> int:
-    rev = sys.argv[1] if len(sys.argv) > 1 else "HEAD"
+    ap = argparse.ArgumentParser()
+    ap.add_argument("rev", nargs="?", default="HEAD")
+    ap.add_argument("--removed", nargs="*", default=[], help="template fields the working tree no longer has")
+    args = ap.parse_args()
+    rev = args.rev
     old = subprocess.run(["git", "show", f"{rev}:templates/{TEMPLATE}"], capture_output=True, text=True,
                          check=True).stdout
     new_source = render.template_source
+    new_context = GluonKernel.template_context
+    old_context = lambda kernel: {**new_context(kernel), **{name: False for name in args.removed}}  # noqa: E731
     same = differ = 0
     for kernel in variants():
         new = render.render_source(kernel)
         render.template_source = lambda name: old if name == TEMPLATE else new_source(name)
+        GluonKernel.template_context = old_context
         try:
             before = render.render_source(dataclasses.replace(kernel))
         finally:
             render.template_source = new_source
+            GluonKernel.template_context = new_context
         if new == before:
             same += 1
         else:

@@ -73,9 +73,6 @@ _EXTRA_PARTS = os.environ.get("SPARSEMLA_EXTRA_PARTS", "1") != "0"
 # list's programs as more splits (``extra_gluon``). H200, session 27 (call 3, model1 + 128 extra slots): 1.65-2.28x
 # over one Triton kernel and 1.35-1.61x over PartsLaunch at T = 1, 4; at T = 64, 256 PartsLaunch was 1.08-1.29x faster.
 _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
-# SPARSEMLA_PARTS_F16=1 (a candidate, off by default): the narrow Gluon kernel's split-K partials are float16 in whole
-# 32-byte sectors, each row scaled in four parts by powers of two (``parts_f16_for``); by default float32.
-_PARTS_F16 = os.environ.get("SPARSEMLA_PARTS_F16", "0") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -396,10 +393,8 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     persistent = persistent_for(spec, config, units, sms)
     staged_out = _staged_out(config, persistent)
     tail = _tail(spec, config, units // -(-spec.num_heads // config.block_h), sms, persistent, staged_out)
-    parts_f16 = config.num_splits > 1 and parts_f16_for(config)  # (the narrow kernel: never persistent nor FUSED)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
-                                        ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon),
-                                        ("parts_f16", parts_f16)) if on}
+                                        ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon)) if on}
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -430,16 +425,6 @@ def fused_for(config: Config, T: int, num_heads: int) -> bool:
     """``_fused``'s rule (what benchmarks/compile_report.py compiles)."""
     return (_FUSED and config.gluon and config.block_h == 64 and num_heads % 64 == 0 and config.num_splits == 2
             and 4 * T * (num_heads // 64) <= SYNC_FLOATS)
-
-
-def parts_f16_for(config: Config) -> bool:
-    """Whether a split-K launch of ``config`` writes float16 partials (GluonKernel.parts_f16, the combine's PARTS_F16):
-    the narrow Gluon kernel's, where the combine kernel merges them (not an extra cache's list, not a PartsLaunch
-    part), with ``SPARSEMLA_PARTS_F16=1``. Session 34 (an H100, benchmarks/results/session34/README.md): writing and
-    reading half the partials' sectors took bf16 T=1 H=128 from 9.29 to 8.01 us, but the first builds of this format
-    ran 0.87-0.95x (their merge stored 2-byte output columns out of order, their rows' max crossed warps); the build
-    with both mended is prepared, not measured (benchmarks/calls/h200_call_s34j.sh), so it is off."""
-    return _PARTS_F16 and config.gluon and config.block_h < 64 and config.num_splits <= 128  # (the merge: 64 columns)
 
 
 def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dict:
@@ -533,14 +518,11 @@ class TritonLaunch:
         combine_grid = parts_t * H * (spec.d_v // block_dv)
         pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
         self.fused = fused
-        self.parts_f16 = merged and not fused and not tail and not x_splits and parts_f16_for(config)
         # The workspace: o_part (split-K, tail split), lse_part (the same; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
-        # (Workspace floats. With parts_f16 the partials are float16, and lse_part holds 8 floats a row: the LSE and
-        # four scales.)
-        self.o_numel = parts_t * H * S * spec.d_v // (2 if self.parts_f16 else 1) if split_k or tail else 0
-        self.lse_numel = parts_t * H * S * (8 if self.parts_f16 else 1) if split_k or tail or config.p_exchange else 0
+        self.o_numel = parts_t * H * S * spec.d_v if split_k or tail else 0
+        self.lse_numel = parts_t * H * S if split_k or tail or config.p_exchange else 0
         x_numel = grid * mod.xchg_numel(config.block_h, config.block_n) if config.p_exchange else 0
         self.ws_numel = self.o_numel + (-(-self.lse_numel // 32) * 32 + x_numel if x_numel else self.lse_numel)
         self.ws_pos = len(fwd.values)
@@ -557,8 +539,7 @@ class TritonLaunch:
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
-                                                      tail_split=bool(tail), pdl_wait=_PDL_WAIT,
-                                                      parts_f16=self.parts_f16))
+                                                      tail_split=bool(tail), pdl_wait=_PDL_WAIT))
             programs = min(grid, sms) if persistent else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
                                dict(SPLIT_K=split_k, PDL=pdl, FUSED=S if fused else 0,
@@ -581,8 +562,7 @@ class TritonLaunch:
         s_p2 = next_pow2(S)
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
                                dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl,
-                                    PARTS_FIRST=parts_first, TRIGGER=_combine_trigger(self.device),
-                                    PARTS_F16=self.parts_f16),
+                                    PARTS_FIRST=parts_first, TRIGGER=_combine_trigger(self.device)),
                                dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)
 
     def _bind_workspace(self, stream: int) -> None:

@@ -125,22 +125,3 @@ def two_caches(kv_format, d_qk, page, x_page, q_dtype, gen, *, topk, xtopk, slot
     if "kv_scale" in xkw:  # each fp8 cache has its own per-tensor scale
         kw["extra_kv_scale"] = xkw["kv_scale"]
     return cache, xcache, idx, xidx, deq, xdeq, kw
-
-
-def pack_parts_f16(parts: torch.Tensor, lse2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Float32 split-K partials ``parts`` [rows, 512] (normalized) and their log2-sum-exps ``lse2`` [rows] in the
-    format of the narrow Gluon kernel's parts_f16 (sparse_mla_gluon.py.jinja's _write_parts16), which the combine
-    reads with PARTS_F16: a row's columns 64m + 16w + r (r < 16) scaled, for each w, by the power of two that brings
-    their largest |value| into [2^14, 2^15) (under 2^-110 by 2^124), stored as float16 with column 16g + i + 8j at
-    position 16g + 2i + j; lse_part as 8 floats a row: the LSE, then the four 1 / scale. Returns the two as the
-    float32 workspace slices the kernels take."""
-    rows = parts.shape[0]
-    quarters = parts.view(rows, 8, 4, 16)  # (m, w, r)
-    big = quarters.abs().amax(dim=(1, 3))  # [rows, 4]
-    e = torch.floor(torch.log2(torch.where(big > 0, big, torch.ones_like(big)))).clamp(min=-110.0)
-    scaled = (quarters * torch.exp2(14.0 - e)[:, None, :, None]).reshape(rows, 512).half()
-    p = torch.arange(512)
-    packed = scaled[:, 16 * (p // 16) + (p % 16) // 2 + 8 * (p % 2)].contiguous()
-    eight = torch.zeros(rows, 8)
-    eight[:, 0], eight[:, 1:5] = lse2.float(), torch.exp2(e - 14.0)
-    return packed.view(torch.float32).reshape(-1), eight.reshape(-1)

@@ -575,31 +575,9 @@ def test_pdl_wait_is_a_runtime_option_of_every_gluon_kernel(monkeypatch):
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     assert "pdl_wait" not in triton_backend.gluon_fields(spec, narrow, 64, 132)
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", True)
-    monkeypatch.setattr(triton_backend, "_PARTS_F16", False)
     assert triton_backend.gluon_fields(spec, narrow, 64, 132) == {"pdl_wait": True}
     assert triton_backend.gluon_fields(spec, Config(16, 64, 4, 8, 2), 64, 132) == {}  # the Triton kernel
     assert GluonKernel(spec, 16, pdl_wait=True).key.endswith("-pw")
-
-
-def test_float16_partials_are_the_narrow_gluon_kernels_split_k_rule(monkeypatch):
-    # runtime/triton_backend.parts_f16_for (a candidate, off by default; SPARSEMLA_PARTS_F16=1 turns it on): the
-    # narrow Gluon kernel's split-K launches write float16 partials (GluonKernel.parts_f16) for the combine's
-    # PARTS_F16; not with one split (no partials), not the wide kernel's, not the Triton kernel's, not past 128 splits
-    from sparsemla.gen.gluon import GluonKernel
-    monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
-    spec = KernelSpec(num_heads=128, arch="sm90")
-    assert triton_backend._PARTS_F16 == (os.environ.get("SPARSEMLA_PARTS_F16", "0") == "1")
-    monkeypatch.setattr(triton_backend, "_PARTS_F16", True)
-    for cfg, want in ((Config(16, 64, 16, 8, 2, gluon=True), True), (Config(32, 64, 2, 8, 2, gluon=True), True),
-                      (Config(16, 64, 1, 8, 2, gluon=True), False), (Config(64, 64, 4, 8, 2, gluon=True), False),
-                      (Config(16, 64, 256, 8, 2, gluon=True), False),  # (the merge reads 64-column blocks)
-                      (Config(16, 64, 16, 8, 2), False)):
-        assert triton_backend.gluon_fields(spec, cfg, 128 * cfg.num_splits, 132).get("parts_f16", False) == want, cfg
-    monkeypatch.setattr(triton_backend, "_PARTS_F16", False)
-    assert triton_backend.gluon_fields(spec, Config(16, 64, 16, 8, 2, gluon=True), 128, 132) == {}
-    assert GluonKernel(spec, 16, parts_f16=True).key.endswith("-p16")
-    with pytest.raises(ValueError, match="parts_f16=True: expected the narrow kernel"):
-        GluonKernel(spec, 64, parts_f16=True)
 
 
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):

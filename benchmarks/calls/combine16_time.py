@@ -1,4 +1,5 @@
-"""Issue 7 diagnostic (session 34): the combine kernel alone on float32 partials against PARTS_F16's float16 ones
+"""(Needs commit 0817c6a: GluonKernel.parts_f16 and the combine's PARTS_F16 were measured and removed in
+session 35.) Issue 7 diagnostic (session 34): the combine kernel alone on float32 partials against PARTS_F16's float16 ones
 (the same merged values), CUDA-graph replay (triton.testing.do_bench_cudagraph, median us), to see which side of
 parts_f16's loss (call 8: 0.87-0.95x) the combine is. Shapes as the runtime's: its BLOCK_DV
 (runtime/triton_backend.combine_columns) and PARTS_FIRST where the grid has at most one program per SM. Run on the

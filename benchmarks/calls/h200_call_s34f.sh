@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Session 34, call 7 (at 8ff469a; GluonKernel.parts_f16 and the combine's PARTS_F16 are removed since session 35)
 # Session 34: the narrow Gluon kernel's float16 partials (GluonKernel.parts_f16, on by the runtime's rule):
 # gpu_correctness.py's narrow and many-empty-splits cases of every format with it, parts16.py (against float32,
 # alternating orders), then gluon_timeline.py's T=1 phases (at most 560 s in all).

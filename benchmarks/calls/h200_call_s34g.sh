@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Session 34, call 8 (at 588dd64; GluonKernel.parts_f16 and the combine's PARTS_F16 are removed since session 35)
 # Session 34: parts_f16 with one cvt a pair (F2FP; call 7's build converted each value alone, an F2F each): a quick
 # correctness pass (bf16 and model1 narrow cases), then parts16.py --no-max on six rows (at most 380 s).
 #   bash benchmarks/calls/h200_call_s34g.sh [ROWS]   (after: source .whl/prelude.sh && python3 -m pip install .)

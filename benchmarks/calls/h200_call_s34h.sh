@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Session 34, call 9 (at da94732; GluonKernel.parts_f16 and the combine's PARTS_F16 are removed since session 35)
 # Session 34: the combine kernel alone on float32 and on float16 (PARTS_F16) partials (combine16_time.py; at most
 # 100 s).
 #   bash benchmarks/calls/h200_call_s34h.sh   (after: source .whl/prelude.sh && python3 -m pip install .)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Session 35, call 1 (at 0817c6a; GluonKernel.parts_f16 and the combine's PARTS_F16 are removed since session 35)
 # Session 34, prepared for the next device time: the float16 partials (GluonKernel.parts_f16 with the combine's
 # PARTS_F16; off by default) as built at the end of session 34 (per-warp scales; the merge puts the columns back in
 # order before the sum; not yet measured). The combine alone on float32 and float16 partials (combine16_time.py),

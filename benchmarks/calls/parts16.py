@@ -1,4 +1,5 @@
-"""Issue 7 (session 34): the narrow Gluon kernel's split-K partials as float16 in whole 32-byte sectors
+"""(Needs commit 0817c6a: GluonKernel.parts_f16 and the combine's PARTS_F16 were measured and removed in
+session 35.) Issue 7 (session 34): the narrow Gluon kernel's split-K partials as float16 in whole 32-byte sectors
 (GluonKernel.parts_f16 with the combine's PARTS_F16, runtime/triton_backend.parts_f16_for's rule with
 SPARSEMLA_PARTS_F16=1) against float32 (the default), each checked against the reference first
 (gen.gpu_measure.check on poisoned inputs), then timed in alternating orders (ABBA..., CUDA-graph replay, median
