@@ -171,6 +171,9 @@ class GluonKernel:
     # (Measured on an H100 in session 35 and removed: parts_f16, the narrow kernel's split-K partials as float16 in
     # whole 32-byte sectors, each row scaled by powers of two, with the combine's PARTS_F16, 0.88-0.98x in 13 rows.
     # Commit 0817c6a has its code.)
+    # The narrow kernel's split-K partials as bfloat16 in whole 32-byte sectors (``_write_parts_bf16``), for the
+    # combine kernel's PARTS_BF16 (session 35: runtime/triton_backend.parts_bf16_for's rule).
+    parts_bf16: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -213,6 +216,9 @@ class GluonKernel:
         if self.bf16_scale and self.spec.kv_format != "model1":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with bf16_scale=True: expected kv_format 'model1' "
                              "(ue8m0 scales, exact in bf16; fp8_ds_mla's float32 scales would round)")
+        if self.parts_bf16 and not self.narrow:
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, parts_bf16=True: "
+                             "expected the narrow kernel (block_h 16 or 32)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -220,9 +226,9 @@ class GluonKernel:
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
-                   tail_split: bool = False, pdl_wait: bool = False) -> "GluonKernel":
+                   tail_split: bool = False, pdl_wait: bool = False, parts_bf16: bool = False) -> "GluonKernel":
         return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages, persistent=persistent,
-                   staged_out=staged_out, tail_split=tail_split, pdl_wait=pdl_wait)
+                   staged_out=staged_out, tail_split=tail_split, pdl_wait=pdl_wait, parts_bf16=parts_bf16)
 
     @property
     def narrow(self) -> bool:
@@ -236,7 +242,7 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
-                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait),
+                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("pb", self.parts_bf16),
                  ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
@@ -254,5 +260,6 @@ class GluonKernel:
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
-                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, profile=self.profile,
+                    ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, parts_bf16=self.parts_bf16,
+                    profile=self.profile,
                     sync_floats=SYNC_FLOATS)

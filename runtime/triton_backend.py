@@ -73,6 +73,9 @@ _EXTRA_PARTS = os.environ.get("SPARSEMLA_EXTRA_PARTS", "1") != "0"
 # list's programs as more splits (``extra_gluon``). H200, session 27 (call 3, model1 + 128 extra slots): 1.65-2.28x
 # over one Triton kernel and 1.35-1.61x over PartsLaunch at T = 1, 4; at T = 64, 256 PartsLaunch was 1.08-1.29x faster.
 _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
+# SPARSEMLA_PARTS_BF16=1 (a candidate, off until measured): the narrow Gluon kernel's split-K partials are bfloat16
+# (``parts_bf16_for``); by default float32.
+_PARTS_BF16 = os.environ.get("SPARSEMLA_PARTS_BF16", "0") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -260,6 +263,13 @@ def combine_columns(splits: int, d_v: int) -> int:
     return max(16, min(d_v, 8192 // next_pow2(splits)))
 
 
+def combine_warps(block_dv: int, parts_bf16: bool) -> int:
+    """The combine kernel's warps: 4, or with bfloat16 partials one per 256 columns (128 words, 4 a thread), at most
+    4, so each thread holds every split of its columns and sums them without shared memory (with 4 warps Triton
+    spread the splits over warps: 20 shared stores and 4-byte output stores at 16 splits, Triton 3.6)."""
+    return max(1, min(4, block_dv // 256)) if parts_bf16 else 4
+
+
 def _pdl(config: Config, grid: int, combine_grid: int, device: torch.device) -> bool:
     """Whether the combine kernel (``combine_grid`` programs) is launched as a programmatic dependent (PDL,
     sm90 and later) of the attention kernel (``grid`` programs): for a Gluon kernel (which lets it launch
@@ -393,8 +403,10 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     persistent = persistent_for(spec, config, units, sms)
     staged_out = _staged_out(config, persistent)
     tail = _tail(spec, config, units // -(-spec.num_heads // config.block_h), sms, persistent, staged_out)
+    parts_bf16 = config.num_splits > 1 and parts_bf16_for(config)  # (the narrow kernel: never persistent nor FUSED)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
-                                        ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon)) if on}
+                                        ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon),
+                                        ("parts_bf16", parts_bf16)) if on}
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -425,6 +437,14 @@ def fused_for(config: Config, T: int, num_heads: int) -> bool:
     """``_fused``'s rule (what benchmarks/compile_report.py compiles)."""
     return (_FUSED and config.gluon and config.block_h == 64 and num_heads % 64 == 0 and config.num_splits == 2
             and 4 * T * (num_heads // 64) <= SYNC_FLOATS)
+
+
+def parts_bf16_for(config: Config) -> bool:
+    """Whether a split-K launch of ``config`` writes bfloat16 partials (GluonKernel.parts_bf16, the combine's
+    PARTS_BF16): the narrow Gluon kernel's, where the combine kernel merges them (not an extra cache's list, not a
+    PartsLaunch part), with ``SPARSEMLA_PARTS_BF16=1``. Session 35 (an H100, benchmarks/results/session35/README.md):
+    the partials' bytes, not their store instructions, cost the T=1 rows ~1 us."""
+    return _PARTS_BF16 and config.gluon and config.block_h < 64
 
 
 def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dict:
@@ -518,10 +538,11 @@ class TritonLaunch:
         combine_grid = parts_t * H * (spec.d_v // block_dv)
         pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
         self.fused = fused
+        self.parts_bf16 = merged and not fused and not tail and not x_splits and parts_bf16_for(config)
         # The workspace: o_part (split-K, tail split), lse_part (the same; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
-        self.o_numel = parts_t * H * S * spec.d_v if split_k or tail else 0
+        self.o_numel = parts_t * H * S * spec.d_v // (2 if self.parts_bf16 else 1) if split_k or tail else 0  # floats
         self.lse_numel = parts_t * H * S if split_k or tail or config.p_exchange else 0
         x_numel = grid * mod.xchg_numel(config.block_h, config.block_n) if config.p_exchange else 0
         self.ws_numel = self.o_numel + (-(-self.lse_numel // 32) * 32 + x_numel if x_numel else self.lse_numel)
@@ -539,7 +560,8 @@ class TritonLaunch:
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
-                                                      tail_split=bool(tail), pdl_wait=_PDL_WAIT))
+                                                      tail_split=bool(tail), pdl_wait=_PDL_WAIT,
+                                                      parts_bf16=self.parts_bf16))
             programs = min(grid, sms) if persistent else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
                                dict(SPLIT_K=split_k, PDL=pdl, FUSED=S if fused else 0,
@@ -562,8 +584,10 @@ class TritonLaunch:
         s_p2 = next_pow2(S)
         self.combine = _Kernel(mod.sparse_mla_combine, (T * H, spec.d_v // block_dv), comb,
                                dict(NUM_SPLITS=S, SPLITS_P2=s_p2, BLOCK_DV=block_dv, PDL=pdl,
-                                    PARTS_FIRST=parts_first, TRIGGER=_combine_trigger(self.device)),
-                               dict(num_warps=4, launch_pdl=True) if pdl else dict(num_warps=4), self.device)
+                                    PARTS_FIRST=parts_first, TRIGGER=_combine_trigger(self.device),
+                                    PARTS_BF16=self.parts_bf16),
+                               dict(num_warps=combine_warps(block_dv, self.parts_bf16), **({"launch_pdl": True} if pdl
+                                                                                           else {})), self.device)
 
     def _bind_workspace(self, stream: int) -> None:
         """Point the workspace arguments at ``stream``'s workspace (again after a launch grew it, or when the

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 import sparsemla
-from sparsemla.gen.spec import Config
+from sparsemla.gen.spec import Config, KernelSpec
 
-from helpers import (FORMAT_CASES, make_cache, poison_unreferenced, random_indices, reference64, rel_err,
-                     two_caches)
+from helpers import (FORMAT_CASES, make_cache, pack_parts_bf16, poison_unreferenced, random_indices, reference64,
+                     rel_err, two_caches)
 
 TOL = {torch.float16: (3e-3, 2e-3), torch.float32: (2e-5, 2e-5)}  # (rel L2 of out, abs of lse)
 
@@ -87,6 +87,39 @@ def test_sinks_including_infinite(splits, parts_first, monkeypatch):
     ref_out, ref_lse = reference64(q, deq, idx, 0.05, 512, sink=sink)
     _check(out, lse, ref_out, ref_lse, torch.float32, empty_rows=(1,))
     assert (out[:, 0] == 0).all()  # a +inf sink takes all the weight
+
+
+@pytest.mark.parametrize("parts_first", [False, True])
+def test_the_combine_merges_bfloat16_partials(parts_first):
+    # The combine kernel's PARTS_BF16 (the narrow Gluon kernel's bfloat16 partials, which only a GPU writes: there
+    # gpu_correctness.py checks them end to end) on partials written in that format here (helpers.pack_parts_bf16),
+    # against a float64 merge of the same rounded partials: rows from 1e-30 to 1e30 in magnitude, an empty split, a
+    # sink of +inf and one of -inf, the LSE; then against the unrounded partials, within bfloat16's rounding.
+    from sparsemla.gen.render import load_module
+    gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
+    T, H, S = 2, 5, 5
+    spec = KernelSpec(num_heads=H, has_sink=True, return_lse=True)
+    rows = T * H * S
+    parts = torch.randn(rows, 512, generator=gen) * torch.tensor([1e-30, 1.0, 1e30])[torch.arange(rows) % 3, None]
+    lse2 = torch.randn(rows, generator=gen) * 4
+    lse2[3], parts[3] = -math.inf, 0.0  # an empty split (the kernel writes zeros)
+    sink = torch.randn(H, generator=gen)
+    sink[1], sink[2] = math.inf, -math.inf
+    out, lse = torch.full((T, H, 512), math.nan), torch.full((T, H), math.nan)
+    load_module(spec).sparse_mla_combine[(T * H, 4)](
+        pack_parts_bf16(parts), lse2, sink, out, *out.stride(), lse, *lse.stride(), H, NUM_SPLITS=S, SPLITS_P2=8,
+        BLOCK_DV=128, PDL=False, PARTS_FIRST=parts_first, TRIGGER=False, PARTS_BF16=True)
+    logits = torch.cat([lse2.double().view(T, H, S) * math.log(2), sink.double()[None, :, None].expand(T, H, 1)], -1)
+    w = torch.softmax(logits, dim=-1)[..., :S]
+    finite = [0, 2, 3, 4]  # (head 1's +inf sink takes all the weight: its output is 0)
+    for rounded, tol in ((parts.bfloat16(), 1e-5), (parts, 2 ** -8)):
+        ref = (w[..., None] * rounded.double().view(T, H, S, 512)).sum(2)
+        for t in range(T):
+            for h in finite:
+                assert rel_err(out[t, h], ref[t, h]) < tol, (t, h)
+    assert (out[:, 1] == 0).all()
+    ref_lse = torch.logsumexp(lse2.double().view(T, H, S) * math.log(2), dim=-1)  # (the LSE leaves the sink out)
+    assert (lse.double() - ref_lse).abs().max().item() < 1e-5 * max(1.0, ref_lse.abs().max().item())
 
 
 @pytest.mark.parametrize("kv_format,d_qk,page,x_page", [("model1", 512, 64, 256), ("auto", 576, None, None),

@@ -580,6 +580,28 @@ def test_pdl_wait_is_a_runtime_option_of_every_gluon_kernel(monkeypatch):
     assert GluonKernel(spec, 16, pdl_wait=True).key.endswith("-pw")
 
 
+def test_bfloat16_partials_are_the_narrow_gluon_kernels_split_k_rule(monkeypatch):
+    # runtime/triton_backend.parts_bf16_for (SPARSEMLA_PARTS_BF16): the narrow Gluon kernel's split-K launches write
+    # bfloat16 partials (GluonKernel.parts_bf16) for the combine's PARTS_BF16; not with one split (no partials), not
+    # the wide kernel's, not the Triton kernel's; the combine then runs one warp per 256 columns
+    from sparsemla.gen.gluon import GluonKernel
+    monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
+    spec = KernelSpec(num_heads=128, arch="sm90")
+    assert triton_backend._PARTS_BF16 == (os.environ.get("SPARSEMLA_PARTS_BF16", "0") == "1")
+    monkeypatch.setattr(triton_backend, "_PARTS_BF16", True)
+    for cfg, want in ((Config(16, 64, 16, 8, 2, gluon=True), True), (Config(32, 64, 2, 8, 2, gluon=True), True),
+                      (Config(16, 64, 1, 8, 2, gluon=True), False), (Config(64, 64, 4, 8, 2, gluon=True), False),
+                      (Config(16, 64, 16, 8, 2), False)):
+        assert triton_backend.gluon_fields(spec, cfg, 128 * cfg.num_splits, 132).get("parts_bf16", False) == want, cfg
+    monkeypatch.setattr(triton_backend, "_PARTS_BF16", False)
+    assert triton_backend.gluon_fields(spec, Config(16, 64, 16, 8, 2, gluon=True), 128, 132) == {}
+    assert GluonKernel(spec, 16, parts_bf16=True).key.endswith("-pb")
+    with pytest.raises(ValueError, match="parts_bf16=True: expected the narrow kernel"):
+        GluonKernel(spec, 64, parts_bf16=True)
+    assert [triton_backend.combine_warps(dv, True) for dv in (16, 256, 512)] == [1, 1, 2]
+    assert triton_backend.combine_warps(512, False) == 4
+
+
 def test_the_fused_combine_takes_full_64_head_gluon_programs_with_2_splits(monkeypatch):
     # runtime/triton_backend._fused: the last split of each token and head block merges the partials in the
     # Gluon kernel (no combine kernel) for 64-head programs, none masked, with 2 splits (H200, session 21:

@@ -184,6 +184,17 @@ for pw in (False, True):
                                           setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"),
                                           waits=compiled.asm["ptx"].count("griddepcontrol.wait"),
                                           launch_pdl=gluon_launch_options(mod).get("launch_pdl", False))
+# the narrow kernel's bfloat16 partials (GluonKernel.parts_bf16): 32-bit words, not 16-bit stores, no staging
+for fmt, H, bh in (("auto", 128, 16), ("fp8_e4m3", 128, 32)):
+    spec = KernelSpec(kv_format=fmt, num_heads=H, arch="sm90", has_sink=True, return_lse=True)
+    for pb in (False, True):
+        compiled = compile_module(load_compilable_module(GluonKernel(spec, bh, parts_bf16=pb)), spec,
+                                  Config(bh, 64, 16, 8, 2, gluon=True), "sm90")
+        stg = [line for line in sass_text(compiled.asm["cubin"]).splitlines() if " STG" in line]
+        out[f"{fmt} h{bh} parts_bf16 {pb}"] = dict(
+            sass_opcode_counts(compiled.asm["cubin"], ("HGMMA", "LDGSTS", "STL", "SYNCS")), STG=len(stg),
+            STG16=sum(".U16" in line for line in stg), setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"),
+            shared=compiled.metadata.shared)
 # a profile build (clock stamps into a last, keyword argument; benchmarks/calls/gluon_timeline.py)
 unit = GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16, profile=True)
 compiled = compile_module(load_compilable_module(unit), unit.spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90")
@@ -202,7 +213,7 @@ for on in (False, True):
                               "sm90", pdl=on)
     pdl[f"fwd {on}"] = compiled.asm["ptx"].count("griddepcontrol.launch_dependents")
     fn = load_compilable_module(spec).sparse_mla_combine
-    consts = dict(NUM_SPLITS=16, SPLITS_P2=16, BLOCK_DV=512, PDL=on, PARTS_FIRST=on, TRIGGER=on)
+    consts = dict(NUM_SPLITS=16, SPLITS_P2=16, BLOCK_DV=512, PDL=on, PARTS_FIRST=on, TRIGGER=on, PARTS_BF16=False)
     sig, attrs = _signature(fn, spec, consts)
     compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": 4})
@@ -211,6 +222,18 @@ for on in (False, True):
     # PARTS_FIRST (here with PDL): global loads in the SASS before the first max of the LSEs' math
     sass = sass_text(compiled.asm["cubin"])
     pdl[f"combine loads {on}"] = sass.split("FMNMX", 1)[0].count("LDG")
+# the combine on bfloat16 partials (PARTS_BF16) with its warps (runtime/triton_backend.combine_warps): each thread
+# sums every split of its columns without shared memory, and stores 4 output columns at a time
+from sparsemla.runtime.triton_backend import combine_columns, combine_warps
+for splits in (2, 16, 32):
+    block_dv = combine_columns(splits, 512)
+    consts = dict(NUM_SPLITS=splits, SPLITS_P2=splits, BLOCK_DV=block_dv, PDL=True, PARTS_FIRST=True, TRIGGER=False,
+                  PARTS_BF16=True)
+    sig, attrs = _signature(fn, spec, consts)
+    compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": combine_warps(block_dv, True)})
+    pdl[f"combine bf16 {splits}"] = sass_opcode_counts(compiled.asm["cubin"], ("STS", "STL"))
+    pdl[f"combine bf16 {splits}"]["STG64"] = sass_text(compiled.asm["cubin"]).count("STG.E.64")
 # the split-K combine in the kernel (FUSED, the split count; runtime/triton_backend._fused): tickets and counts of
 # partials written by atomics (release after a partition's stores, acquire before the last split reads them)
 fused = {}
@@ -286,6 +309,15 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     # PARTS_FIRST: the 16 x 512 partials (16 loads a thread) issued with the LSEs' loads, before their math;
     # without it only the LSEs' loads come first, and the partials' wait for the LSEs to arrive
     assert pdl["combine loads True"] >= 16 + pdl["combine loads False"] and pdl["combine loads False"] <= 6, pdl
+    for splits in (2, 16, 32):
+        c = pdl[f"combine bf16 {splits}"]
+        assert c["STS"] == 0 and c["STL"] == 0 and c["STG64"] == 2, (splits, c)
+    # parts_bf16: the partials as packed 32-bit words (a thread's two rows of a column pair), fewer stores than
+    # float32's, none of 16 bits; no staging buffer, no spills added
+    for fmt in ("auto h16", "fp8_e4m3 h32"):
+        plain, pb = counts[f"{fmt} parts_bf16 False"], counts[f"{fmt} parts_bf16 True"]
+        assert pb["STG"] < plain["STG"] and pb["STG16"] == 0, (fmt, plain, pb)
+        assert pb["shared"] == plain["shared"] and pb["STL"] <= plain["STL"], (fmt, plain, pb)
     # FUSED: one release per writing partition (the wide kernel's A and B, the narrow kernel's M) and an
     # acquire spin for each; none without. Shared memory holds the accumulator for the merge, so no spills
     # with a bf16 cache, and with fp8 at most a few spill stores more than without FUSED (Triton 3.9's builds

@@ -57,11 +57,12 @@ def time_rows(rows: str, variants: dict, orders, dev) -> list[str]:
         cfg = select_config(spec, T, dev)
         units = T * -(-H // cfg.block_h) * cfg.num_splits
         kw = make_inputs(spec, T, dev, slots=min(2 * T * spec.topk, 1 << 20), poison=True)
-        failed = {}
+        failed, errors = {}, {}
         for name, setup in variants.items():
             setup()
             res = check(spec, cfg, kw)
             failed[name] = "" if res.ok else f" FAILED: {res.reason}"
+            errors[name] = f"{res.error:.2e}"
         sets = timing_sets(spec, T, dev)
         times = timed_in_orders(sets, cfg, variants, orders, skip={n for n in names if failed[n]})
         med = {name: statistics.median(v) for name, v in times.items() if v}
@@ -70,7 +71,7 @@ def time_rows(rows: str, variants: dict, orders, dev) -> list[str]:
             cells.append(f"{med[names[0]] / med[names[1]]:.3f}" if len(med) == 2 else "nan")
         label = f"h{cfg.block_h} s{cfg.num_splits} st{cfg.num_stages}" + (" gl" if cfg.gluon else "")
         line = f"| {fmt} | {T} | {H} | {label} | {units} | " + " | ".join(cells) + " |"
-        print(line, f"(runs: {times})", flush=True)
+        print(line, f"(rel err: {errors}; runs: {times})", flush=True)
         lines.append(line)
         del sets, kw
         if dev.type == "cuda":
