@@ -572,6 +572,7 @@ def test_pdl_wait_is_a_runtime_option_of_every_gluon_kernel(monkeypatch):
     from sparsemla.gen.gluon import GluonKernel
     spec, narrow = KernelSpec(num_heads=16, arch="sm90"), Config(16, 64, 4, 8, 2, gluon=True)
     assert triton_backend._PDL_WAIT == (os.environ.get("SPARSEMLA_PDL_WAIT", "1") != "0")
+    monkeypatch.setattr(triton_backend, "_PARTS_BF16", False)
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     assert "pdl_wait" not in triton_backend.gluon_fields(spec, narrow, 64, 132)
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", True)
@@ -587,7 +588,7 @@ def test_bfloat16_partials_are_the_narrow_gluon_kernels_split_k_rule(monkeypatch
     from sparsemla.gen.gluon import GluonKernel
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     spec = KernelSpec(num_heads=128, arch="sm90")
-    assert triton_backend._PARTS_BF16 == (os.environ.get("SPARSEMLA_PARTS_BF16", "0") == "1")
+    assert triton_backend._PARTS_BF16 == (os.environ.get("SPARSEMLA_PARTS_BF16", "1") != "0")
     monkeypatch.setattr(triton_backend, "_PARTS_BF16", True)
     for cfg, want in ((Config(16, 64, 16, 8, 2, gluon=True), True), (Config(32, 64, 2, 8, 2, gluon=True), True),
                       (Config(16, 64, 1, 8, 2, gluon=True), False), (Config(64, 64, 4, 8, 2, gluon=True), False),
