@@ -4,7 +4,8 @@ unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf to
 cache, LSE, split-K and direct write, q rows not 16-byte aligned, each with and without p_exchange (P through the per-program
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
-`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `st1`: its one-stage cases; `fused`: those
+`gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `wide`: the wide one's with 4 splits, merged by
+the combine kernel; `st1`: the narrow one-stage cases; `fused`: those
 whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty; `persistent`: the wide
 kernel at T=1100 with 128 heads, 2200 units, which the runtime runs persistent with a bf16 cache and rope on 132
 SMs and staged otherwise; `tail`: the same at T=1060 with the last round's units split (GluonKernel.tail_split,
@@ -60,13 +61,14 @@ if TAIL:  # (on by default; forced past SPARSEMLA_TAIL_SPLIT=0, read at import)
     import sparsemla.runtime.triton_backend as tb
     tb._TAIL_SPLIT = True
 only = [a for a in sys.argv[1:]
-        if a not in ("gluon", "narrow", "st1", "fused", "empty", "persistent", "tail", "triton")]
+        if a not in ("gluon", "narrow", "wide", "st1", "fused", "empty", "persistent", "tail", "triton")]
 TOKENS = 1100 if "persistent" in sys.argv[1:] else 1060 if TAIL else 6
 kernel_cases = TRITON_CASES if "triton" in sys.argv[1:] else FUSED_CASES if "fused" in sys.argv[1:] \
     else PERSISTENT_CASES if "persistent" in sys.argv[1:] or TAIL \
     else EMPTY_CASES if "empty" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
+    else [c for c in GLUON_CASES if c[5] == 64 and c[0] > 2] if "wide" in sys.argv[1:] \
     else GLUON_CASES if "gluon" in sys.argv[1:] else TRITON_CASES + GLUON_CASES
 for case, (fmt, d_qk, page) in FORMAT_CASES.items():
     if only and case not in only:

@@ -171,8 +171,9 @@ class GluonKernel:
     # (Measured on an H100 in session 35 and removed: parts_f16, the narrow kernel's split-K partials as float16 in
     # whole 32-byte sectors, each row scaled by powers of two, with the combine's PARTS_F16, 0.88-0.98x in 13 rows.
     # Commit 0817c6a has its code.)
-    # The narrow kernel's split-K partials as bfloat16 in whole 32-byte sectors (``_write_parts_bf16``), for the
-    # combine kernel's PARTS_BF16 (session 35: runtime/triton_backend.parts_bf16_for's rule).
+    # The split-K partials as bfloat16 in whole 32-byte sectors (the narrow kernel's ``_write_parts_bf16``, the wide
+    # kernel's ``_write_rows_bf16``, one format), for the combine kernel's PARTS_BF16 (session 35:
+    # runtime/triton_backend.parts_bf16_for's rule). Not with FUSED (the kernel asserts it) nor persistent.
     parts_bf16: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
@@ -216,9 +217,9 @@ class GluonKernel:
         if self.bf16_scale and self.spec.kv_format != "model1":
             raise ValueError(f"no Gluon kernel for {self.spec.key} with bf16_scale=True: expected kv_format 'model1' "
                              "(ue8m0 scales, exact in bf16; fp8_ds_mla's float32 scales would round)")
-        if self.parts_bf16 and not self.narrow:
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, parts_bf16=True: "
-                             "expected the narrow kernel (block_h 16 or 32)")
+        if self.parts_bf16 and self.persistent:
+            raise ValueError(f"no persistent Gluon kernel for {self.spec.key} with parts_bf16=True: expected "
+                             "persistent=False (a tail split's partials are merged as float32)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "

@@ -76,6 +76,8 @@ _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
 # SPARSEMLA_PARTS_BF16=0: the narrow Gluon kernel's split-K partials stay float32; by default they are bfloat16
 # (``parts_bf16_for``), which adds about a third to the output's relative error (1.7e-3 -> 2.3e-3 on the H200).
 _PARTS_BF16 = os.environ.get("SPARSEMLA_PARTS_BF16", "1") != "0"
+# SPARSEMLA_PARTS_BF16_WIDE=1 (a candidate, off until measured): the wide Gluon kernel's (64-head programs) too.
+_PARTS_BF16_WIDE = os.environ.get("SPARSEMLA_PARTS_BF16_WIDE", "0") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -403,7 +405,9 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     persistent = persistent_for(spec, config, units, sms)
     staged_out = _staged_out(config, persistent)
     tail = _tail(spec, config, units // -(-spec.num_heads // config.block_h), sms, persistent, staged_out)
-    parts_bf16 = config.num_splits > 1 and parts_bf16_for(config)  # (the narrow kernel: never persistent nor FUSED)
+    T = units // (-(-spec.num_heads // config.block_h) * config.num_splits)
+    parts_bf16 = (config.num_splits > 1 and parts_bf16_for(config) and not persistent
+                  and not fused_for(config, T, spec.num_heads))
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
                                         ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon),
                                         ("parts_bf16", parts_bf16)) if on}
@@ -444,8 +448,9 @@ def parts_bf16_for(config: Config) -> bool:
     PARTS_BF16): the narrow Gluon kernel's, where the combine kernel merges them (not an extra cache's list, not a
     PartsLaunch part), unless ``SPARSEMLA_PARTS_BF16=0``. Session 35 (benchmarks/results/session35/README.md): the
     partials' bytes, not their store instructions, cost the T=1 rows ~1 us (an H100); on the H200 bfloat16 partials
-    were 1.01-1.07x in all 13 rows timed (bf16 T=1 H=128 9.11 -> 8.64 us), relative errors 1.7e-3 -> 2.3e-3."""
-    return _PARTS_BF16 and config.gluon and config.block_h < 64
+    were 1.01-1.07x in all 13 rows timed (bf16 T=1 H=128 9.11 -> 8.64 us), relative errors 1.7e-3 -> 2.3e-3. The wide
+    kernel's (64-head programs) only with ``SPARSEMLA_PARTS_BF16_WIDE=1``: built in session 35, not yet measured."""
+    return _PARTS_BF16 and config.gluon and (config.block_h < 64 or _PARTS_BF16_WIDE)
 
 
 def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dict:
@@ -539,7 +544,8 @@ class TritonLaunch:
         combine_grid = parts_t * H * (spec.d_v // block_dv)
         pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
         self.fused = fused
-        self.parts_bf16 = merged and not fused and not tail and not x_splits and parts_bf16_for(config)
+        self.parts_bf16 = (merged and not fused and not tail and not x_splits and not persistent
+                           and parts_bf16_for(config))
         # The workspace: o_part (split-K, tail split), lse_part (the same; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).

@@ -184,8 +184,9 @@ for pw in (False, True):
                                           setmaxnreg=compiled.asm["ptx"].count("setmaxnreg"),
                                           waits=compiled.asm["ptx"].count("griddepcontrol.wait"),
                                           launch_pdl=gluon_launch_options(mod).get("launch_pdl", False))
-# the narrow kernel's bfloat16 partials (GluonKernel.parts_bf16): 32-bit words, not 16-bit stores, no staging
-for fmt, H, bh in (("auto", 128, 16), ("fp8_e4m3", 128, 32)):
+# bfloat16 partials (GluonKernel.parts_bf16): the narrow kernel's 32-bit words and the wide kernel's 64-bit pairs of
+# them, not 16-bit stores, no staging
+for fmt, H, bh in (("auto", 128, 16), ("fp8_e4m3", 128, 32), ("auto", 128, 64)):
     spec = KernelSpec(kv_format=fmt, num_heads=H, arch="sm90", has_sink=True, return_lse=True)
     for pb in (False, True):
         compiled = compile_module(load_compilable_module(GluonKernel(spec, bh, parts_bf16=pb)), spec,
@@ -312,9 +313,9 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
     for splits in (2, 16, 32):
         c = pdl[f"combine bf16 {splits}"]
         assert c["STS"] == 0 and c["STL"] == 0 and c["STG64"] == 2, (splits, c)
-    # parts_bf16: the partials as packed 32-bit words (a thread's two rows of a column pair), fewer stores than
-    # float32's, none of 16 bits; no staging buffer, no spills added
-    for fmt in ("auto h16", "fp8_e4m3 h32"):
+    # parts_bf16: the partials as packed 32-bit words (the narrow kernel: a thread's two rows of a column pair; the
+    # wide one: two words a store), fewer stores than float32's, none of 16 bits; no staging buffer, no spills added
+    for fmt in ("auto h16", "fp8_e4m3 h32", "auto h64"):
         plain, pb = counts[f"{fmt} parts_bf16 False"], counts[f"{fmt} parts_bf16 True"]
         assert pb["STG"] < plain["STG"] and pb["STG16"] == 0, (fmt, plain, pb)
         assert pb["shared"] == plain["shared"] and pb["STL"] <= plain["STL"], (fmt, plain, pb)
