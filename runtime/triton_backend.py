@@ -406,8 +406,7 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     staged_out = _staged_out(config, persistent)
     tail = _tail(spec, config, units // -(-spec.num_heads // config.block_h), sms, persistent, staged_out)
     T = units // (-(-spec.num_heads // config.block_h) * config.num_splits)
-    parts_bf16 = (config.num_splits > 1 and parts_bf16_for(config) and not persistent
-                  and not fused_for(config, T, spec.num_heads))
+    parts_bf16 = parts_bf16_for(config, T, spec.num_heads)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
                                         ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon),
                                         ("parts_bf16", parts_bf16)) if on}
@@ -443,14 +442,17 @@ def fused_for(config: Config, T: int, num_heads: int) -> bool:
             and 4 * T * (num_heads // 64) <= SYNC_FLOATS)
 
 
-def parts_bf16_for(config: Config) -> bool:
-    """Whether a split-K launch of ``config`` writes bfloat16 partials (GluonKernel.parts_bf16, the combine's
-    PARTS_BF16): the narrow Gluon kernel's, where the combine kernel merges them (not an extra cache's list, not a
-    PartsLaunch part), unless ``SPARSEMLA_PARTS_BF16=0``. Session 35 (benchmarks/results/session35/README.md): the
-    partials' bytes, not their store instructions, cost the T=1 rows ~1 us (an H100); on the H200 bfloat16 partials
-    were 1.01-1.07x in all 13 rows timed (bf16 T=1 H=128 9.11 -> 8.64 us), relative errors 1.7e-3 -> 2.3e-3. The wide
-    kernel's (64-head programs) only with ``SPARSEMLA_PARTS_BF16_WIDE=1``: built in session 35, not yet measured."""
-    return _PARTS_BF16 and config.gluon and (config.block_h < 64 or _PARTS_BF16_WIDE)
+def parts_bf16_for(config: Config, T: int, num_heads: int) -> bool:
+    """Whether a launch of ``config`` for ``T`` tokens and ``num_heads`` heads writes bfloat16 split-K partials
+    (GluonKernel.parts_bf16, the combine's PARTS_BF16): the narrow Gluon kernel's, where the combine kernel merges
+    them (TritonLaunch: not an extra cache's list, not a PartsLaunch part; never FUSED, whose merge reads float32
+    partials; a persistent kernel, a tail split too, has one split in its config), unless ``SPARSEMLA_PARTS_BF16=0``.
+    Session 35 (benchmarks/results/session35/README.md): the partials' bytes, not their store instructions, cost the
+    T=1 rows ~1 us (an H100); on the H200 bfloat16 partials were 1.01-1.07x in all 13 rows timed (bf16 T=1 H=128
+    9.11 -> 8.64 us), relative errors 1.7e-3 -> 2.3e-3. The wide kernel's (64-head programs) only with
+    ``SPARSEMLA_PARTS_BF16_WIDE=1``: built in session 35, not yet measured."""
+    return (_PARTS_BF16 and config.gluon and config.num_splits > 1 and (config.block_h < 64 or _PARTS_BF16_WIDE)
+            and not fused_for(config, T, num_heads))
 
 
 def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dict:
@@ -544,8 +546,7 @@ class TritonLaunch:
         combine_grid = parts_t * H * (spec.d_v // block_dv)
         pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
         self.fused = fused
-        self.parts_bf16 = (merged and not fused and not tail and not x_splits and not persistent
-                           and parts_bf16_for(config))
+        self.parts_bf16 = merged and not x_splits and parts_bf16_for(config, T, H)
         # The workspace: o_part (split-K, tail split), lse_part (the same; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).

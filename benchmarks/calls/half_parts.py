@@ -8,7 +8,6 @@ rotating orders (CUDA-graph replay over rotating inputs, median us). Run on the 
   python3 benchmarks/calls/half_parts.py [--rows bf16:1:128,...] [--reps 6]
 """
 import argparse
-import statistics
 import tempfile
 from pathlib import Path
 
@@ -16,12 +15,9 @@ import torch
 
 import sparsemla.runtime.triton_backend as tb
 from sparsemla.gen.gluon import GluonKernel
-from sparsemla.gen.gpu_measure import timing_sets
 from sparsemla.gen.render import _import as import_module_file, render_source
-from sparsemla.gen.suite import suite_spec
 from sparsemla.runtime.api import clear_call_cache
-from sparsemla.runtime.dispatch import select_config
-from variant_rows import timed_in_orders  # (the script's folder)
+from variant_rows import rotating, time_rows  # (the script's folder)
 
 ROWS = "bf16:1:128,bf16_nope:1:128,bf16:1:64,bf16:4:16,bf16:4:32,bf16:16:16,fp8:1:128,fp8_ds_mla:1:128,model1:16:16"
 HALF = 256
@@ -62,26 +58,9 @@ def main():
     ap.add_argument("--rows", default=ROWS, help="format:T:H,...")
     ap.add_argument("--reps", type=int, default=6)
     args = ap.parse_args()
-    dev = torch.device("cuda")
     variants = {"shipped": lambda: use(False, False), "half writes": lambda: use(True, False),
                 "half writes+reads": lambda: use(True, True)}
-    orders = tuple(tuple((r + i) % 3 for i in range(3)) for r in range(args.reps))
-    lines = ["| format | T | H | config | shipped us | half writes | half writes+reads |",
-             "|---|---|---|---|---|---|---|"]
-    for row in args.rows.split(","):
-        fmt, T, H = row.split(":")
-        spec = suite_spec(fmt, int(H), "sm90")
-        cfg = select_config(spec, int(T), dev)
-        sets = timing_sets(spec, int(T), dev)
-        times = timed_in_orders(sets, cfg, variants, orders)
-        med = {n: statistics.median(v) for n, v in times.items()}
-        label = f"h{cfg.block_h} s{cfg.num_splits} st{cfg.num_stages}" + (" gl" if cfg.gluon else "")
-        line = (f"| {fmt} | {T} | {H} | {label} | {med['shipped']:.2f} | {med['half writes']:.2f} | "
-                f"{med['half writes+reads']:.2f} |")
-        print(line, f"(runs: {times})", flush=True)
-        lines.append(line)
-        del sets
-        torch.cuda.empty_cache()
+    lines = time_rows(args.rows, variants, rotating(3, args.reps), torch.device("cuda"), checked=False)
     use(False, False)
     print("\n" + "\n".join(lines))
 

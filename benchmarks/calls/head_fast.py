@@ -10,18 +10,14 @@ inputs, median us). Run on the GPU after `pip install .`:
   python3 benchmarks/calls/head_fast.py [--rows bf16:1:128,...] [--reps 6]
 """
 import argparse
-import statistics
 
 import torch
 
 import sparsemla.runtime.triton_backend as tb
 from sparsemla.gen.gluon import GluonKernel
-from sparsemla.gen.gpu_measure import timing_sets
-from sparsemla.gen.suite import suite_spec
 from sparsemla.runtime.api import clear_call_cache
-from sparsemla.runtime.dispatch import select_config
 from half_parts import SHIPPED_LOAD, WRITE_EDIT, _edited_module  # (the script's folder)
-from variant_rows import timed_in_orders
+from variant_rows import rotating, time_rows
 
 ROWS = "bf16:1:128,bf16_nope:1:128,bf16:1:64,bf16:4:16,bf16:4:32,bf16:16:16,fp8:1:128,fp8_ds_mla:1:128,model1:16:16"
 # The narrow kernel's split-K store with the heads fastest, unmasked (rows timed have whole head blocks; every address
@@ -32,7 +28,6 @@ HEAD_FAST_EDIT = (
     "gl.store(o_part + ((((t * num_heads + heads0) // BLOCK_H) * num_splits + split) * D_NOPE\n"
     "                           + _by_head(cols, not TRANSPOSED)) * BLOCK_H + _by_head(heads - heads0, TRANSPOSED),\n"
     "                 acc * _by_head(inv, TRANSPOSED))")
-NAMES = ("shipped", "heads fastest", "half writes")
 
 
 def use(edit):
@@ -49,23 +44,9 @@ def main():
     ap.add_argument("--rows", default=ROWS, help="format:T:H,...")
     ap.add_argument("--reps", type=int, default=6)
     args = ap.parse_args()
-    dev = torch.device("cuda")
-    variants = dict(zip(NAMES, (lambda: use(None), lambda: use(HEAD_FAST_EDIT), lambda: use(WRITE_EDIT))))
-    orders = tuple(tuple((r + i) % 3 for i in range(3)) for r in range(args.reps))
-    lines = ["| format | T | H | config | " + " | ".join(NAMES) + " |", "|---|---|---|---|---|---|---|"]
-    for row in args.rows.split(","):
-        fmt, T, H = row.split(":")
-        spec = suite_spec(fmt, int(H), "sm90")
-        cfg = select_config(spec, int(T), dev)
-        sets = timing_sets(spec, int(T), dev)
-        times = timed_in_orders(sets, cfg, variants, orders)
-        med = {n: statistics.median(v) for n, v in times.items()}
-        label = f"h{cfg.block_h} s{cfg.num_splits} st{cfg.num_stages}" + (" gl" if cfg.gluon else "")
-        line = f"| {fmt} | {T} | {H} | {label} | " + " | ".join(f"{med[n]:.2f}" for n in NAMES) + " |"
-        print(line, f"(runs: {times})", flush=True)
-        lines.append(line)
-        del sets
-        torch.cuda.empty_cache()
+    variants = {"shipped": lambda: use(None), "heads fastest": lambda: use(HEAD_FAST_EDIT),
+                "half writes": lambda: use(WRITE_EDIT)}
+    lines = time_rows(args.rows, variants, rotating(3, args.reps), torch.device("cuda"), checked=False)
     use(None)
     print("\n" + "\n".join(lines))
 

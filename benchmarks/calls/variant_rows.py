@@ -41,11 +41,16 @@ def alternating(reps: int) -> tuple:
     return tuple(((0, 1), (1, 0))[r % 2] for r in range(reps))
 
 
-def time_rows(rows: str, variants: dict, orders, dev) -> list[str]:
+def rotating(n: int, reps: int) -> tuple:
+    """Orders of ``n`` variants over ``reps`` repetitions, each repetition starting one variant further on."""
+    return tuple(tuple((r + i) % n for i in range(n)) for r in range(reps))
+
+
+def time_rows(rows: str, variants: dict, orders, dev, checked: bool = True) -> list[str]:
     """``rows`` ("format:T:H,...") timed for ``variants`` ({name: function that sets the runtime up}), each
     repetition in one order of ``orders`` (tuples of variant indices); the Markdown table's lines, each row also
     printed as it completes with its runs. With two variants the last column is the first's time over the
-    second's."""
+    second's. ``checked=False``: timing only, for variants whose outputs are wrong on purpose (diagnostics)."""
     names = list(variants)
     head = "| format | T | H | config | units | " + " | ".join(names) + " |"
     lines = [head + (f" {names[0]} / {names[1]} |" if len(names) == 2 else ""),
@@ -56,13 +61,15 @@ def time_rows(rows: str, variants: dict, orders, dev) -> list[str]:
         spec = suite_spec(fmt, H, "sm90")
         cfg = select_config(spec, T, dev)
         units = T * -(-H // cfg.block_h) * cfg.num_splits
-        kw = make_inputs(spec, T, dev, slots=min(2 * T * spec.topk, 1 << 20), poison=True)
-        failed, errors = {}, {}
-        for name, setup in variants.items():
-            setup()
-            res = check(spec, cfg, kw)
-            failed[name] = "" if res.ok else f" FAILED: {res.reason}"
-            errors[name] = f"{res.error:.2e}"
+        failed, errors = dict.fromkeys(names, ""), {}
+        if checked:
+            kw = make_inputs(spec, T, dev, slots=min(2 * T * spec.topk, 1 << 20), poison=True)
+            for name, setup in variants.items():
+                setup()
+                res = check(spec, cfg, kw)
+                failed[name] = "" if res.ok else f" FAILED: {res.reason}"
+                errors[name] = f"{res.error:.2e}"
+            del kw
         sets = timing_sets(spec, T, dev)
         times = timed_in_orders(sets, cfg, variants, orders, skip={n for n in names if failed[n]})
         med = {name: statistics.median(v) for name, v in times.items() if v}
@@ -71,9 +78,9 @@ def time_rows(rows: str, variants: dict, orders, dev) -> list[str]:
             cells.append(f"{med[names[0]] / med[names[1]]:.3f}" if len(med) == 2 else "nan")
         label = f"h{cfg.block_h} s{cfg.num_splits} st{cfg.num_stages}" + (" gl" if cfg.gluon else "")
         line = f"| {fmt} | {T} | {H} | {label} | {units} | " + " | ".join(cells) + " |"
-        print(line, f"(rel err: {errors}; runs: {times})", flush=True)
+        print(line, f"(rel err: {errors}; runs: {times})" if checked else f"(runs: {times})", flush=True)
         lines.append(line)
-        del sets, kw
+        del sets
         if dev.type == "cuda":
             torch.cuda.empty_cache()
     return lines
