@@ -73,11 +73,9 @@ _EXTRA_PARTS = os.environ.get("SPARSEMLA_EXTRA_PARTS", "1") != "0"
 # list's programs as more splits (``extra_gluon``). H200, session 27 (call 3, model1 + 128 extra slots): 1.65-2.28x
 # over one Triton kernel and 1.35-1.61x over PartsLaunch at T = 1, 4; at T = 64, 256 PartsLaunch was 1.08-1.29x faster.
 _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
-# SPARSEMLA_PARTS_BF16=0: the narrow Gluon kernel's split-K partials stay float32; by default they are bfloat16
+# SPARSEMLA_PARTS_BF16=0: the Gluon kernels' split-K partials stay float32; by default they are bfloat16
 # (``parts_bf16_for``), which adds about a third to the output's relative error (1.7e-3 -> 2.3e-3 on the H200).
 _PARTS_BF16 = os.environ.get("SPARSEMLA_PARTS_BF16", "1") != "0"
-# SPARSEMLA_PARTS_BF16_WIDE=1 (a candidate, off until measured): the wide Gluon kernel's (64-head programs) too.
-_PARTS_BF16_WIDE = os.environ.get("SPARSEMLA_PARTS_BF16_WIDE", "0") == "1"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -444,15 +442,14 @@ def fused_for(config: Config, T: int, num_heads: int) -> bool:
 
 def parts_bf16_for(config: Config, T: int, num_heads: int) -> bool:
     """Whether a launch of ``config`` for ``T`` tokens and ``num_heads`` heads writes bfloat16 split-K partials
-    (GluonKernel.parts_bf16, the combine's PARTS_BF16): the narrow Gluon kernel's, where the combine kernel merges
+    (GluonKernel.parts_bf16, the combine's PARTS_BF16): a Gluon kernel's, narrow or wide, where the combine kernel merges
     them (TritonLaunch: not an extra cache's list, not a PartsLaunch part; never FUSED, whose merge reads float32
     partials; a persistent kernel, a tail split too, has one split in its config), unless ``SPARSEMLA_PARTS_BF16=0``.
     Session 35 (benchmarks/results/session35/README.md): the partials' bytes, not their store instructions, cost the
     T=1 rows ~1 us (an H100); on the H200 bfloat16 partials were 1.01-1.07x in all 13 rows timed (bf16 T=1 H=128
-    9.11 -> 8.64 us), relative errors 1.7e-3 -> 2.3e-3. The wide kernel's (64-head programs) only with
-    ``SPARSEMLA_PARTS_BF16_WIDE=1``: built in session 35, not yet measured."""
-    return (_PARTS_BF16 and config.gluon and config.num_splits > 1 and (config.block_h < 64 or _PARTS_BF16_WIDE)
-            and not fused_for(config, T, num_heads))
+    9.11 -> 8.64 us), relative errors 1.7e-3 -> 2.3e-3. Session 36 (call 1, an H100): the wide kernel's (64-head
+    programs, ``_write_rows_bf16``) 1.05-1.21x in all 12 rows timed (bf16 T=16 H=64 30.72 -> 25.73 us)."""
+    return (_PARTS_BF16 and config.gluon and config.num_splits > 1 and not fused_for(config, T, num_heads))
 
 
 def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dict:

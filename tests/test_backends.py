@@ -581,29 +581,25 @@ def test_pdl_wait_is_a_runtime_option_of_every_gluon_kernel(monkeypatch):
     assert GluonKernel(spec, 16, pdl_wait=True).key.endswith("-pw")
 
 
-def test_bfloat16_partials_are_the_narrow_gluon_kernels_split_k_rule(monkeypatch):
-    # runtime/triton_backend.parts_bf16_for (SPARSEMLA_PARTS_BF16): the narrow Gluon kernel's split-K launches write
-    # bfloat16 partials (GluonKernel.parts_bf16) for the combine's PARTS_BF16; not with one split (no partials), not
-    # the Triton kernel's, the wide kernel's only with SPARSEMLA_PARTS_BF16_WIDE=1 and never where it merges its 2
-    # splits itself (FUSED); the combine then runs one warp per 256 columns
+def test_bfloat16_partials_are_the_gluon_kernels_split_k_rule(monkeypatch):
+    # runtime/triton_backend.parts_bf16_for (SPARSEMLA_PARTS_BF16): the Gluon kernels' split-K launches, narrow and
+    # wide, write bfloat16 partials (GluonKernel.parts_bf16) for the combine's PARTS_BF16; not with one split (no
+    # partials), not the Triton kernel's, and never where the wide kernel merges its 2 splits itself (FUSED); the
+    # combine then runs one warp per 256 columns
     from sparsemla.gen.gluon import GluonKernel
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
     spec = KernelSpec(num_heads=128, arch="sm90")
     assert triton_backend._PARTS_BF16 == (os.environ.get("SPARSEMLA_PARTS_BF16", "1") != "0")
     monkeypatch.setattr(triton_backend, "_PARTS_BF16", True)
     for cfg, want in ((Config(16, 64, 16, 8, 2, gluon=True), True), (Config(32, 64, 2, 8, 2, gluon=True), True),
-                      (Config(16, 64, 1, 8, 2, gluon=True), False), (Config(64, 64, 4, 8, 2, gluon=True), False),
-                      (Config(16, 64, 16, 8, 2), False)):
+                      (Config(16, 64, 1, 8, 2, gluon=True), False), (Config(64, 64, 4, 8, 2, gluon=True), True),
+                      (Config(64, 64, 1, 8, 2, gluon=True), False), (Config(16, 64, 16, 8, 2), False)):
         assert triton_backend.gluon_fields(spec, cfg, 128 * cfg.num_splits, 132).get("parts_bf16", False) == want, cfg
-    monkeypatch.setattr(triton_backend, "_PARTS_BF16", False)
-    assert triton_backend.gluon_fields(spec, Config(16, 64, 16, 8, 2, gluon=True), 128, 132) == {}
-    monkeypatch.setattr(triton_backend, "_PARTS_BF16", True)
-    assert triton_backend._PARTS_BF16_WIDE == (os.environ.get("SPARSEMLA_PARTS_BF16_WIDE", "0") == "1")
-    monkeypatch.setattr(triton_backend, "_PARTS_BF16_WIDE", True)
     wide, fused = Config(64, 64, 4, 8, 2, gluon=True), Config(64, 64, 2, 8, 2, gluon=True)
     assert triton_backend.gluon_fields(spec, wide, 1 * 2 * 4, 132) == {"parts_bf16": True}
     assert triton_backend.fused_for(fused, 1, 128) and triton_backend.gluon_fields(spec, fused, 1 * 2 * 2, 132) == {}
     monkeypatch.setattr(triton_backend, "_PARTS_BF16", False)
+    assert triton_backend.gluon_fields(spec, Config(16, 64, 16, 8, 2, gluon=True), 128, 132) == {}
     assert triton_backend.gluon_fields(spec, wide, 1 * 2 * 4, 132) == {}
     assert GluonKernel(spec, 16, parts_bf16=True).key.endswith("-pb")
     assert GluonKernel(spec, 64, parts_bf16=True).key.endswith("-pb")

@@ -3,6 +3,8 @@
 # programs, SPARSEMLA_PARTS_BF16_WIDE=1; built and compiled in session 35, never run): gpu_correctness.py's wide
 # split-K and many-empty-splits cases with it, then parts_bf16.py --wide (float32 against bfloat16 on the wide
 # split-K rows, errors and times; at most 560 s). A card other than the H200 still gives the A/B.
+# Ran as session 36's call 1 (at a8d0582, an H100; benchmarks/results/session36/): 1.05-1.21x, now the default, and
+# the flag is gone (SPARSEMLA_PARTS_BF16=0 turns both kernels' off).
 #   bash benchmarks/calls/h200_call_s36b.sh [ROWS]   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
