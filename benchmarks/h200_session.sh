@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The next planned call (prepared in session 35): the wide Gluon kernel's bfloat16 split-K partials, never run yet:
-# correctness with them, then timed against float32 (benchmarks/calls/h200_call_s36b.sh). After it:
-# benchmarks/calls/h200_call_s36a.sh (the narrow configs re-selected at T=1 H=128 with bfloat16 partials).
-# (What this file held before, correctness with the defaults, ran as session 35's call 5.)
+# The next planned call (prepared in session 36): the suite's rows whose H200 entries run the wide Gluon kernel with
+# split-K, benched against FlashInfer on the H200 with bfloat16 partials (benchmarks/calls/h200_call_s36f.sh; every
+# call of session 36 got an H100, so the H200's table still holds their float32-partial times). It stops at once on
+# another card. (What this file held before, the wide kernel's bfloat16 partials, ran as session 36's call 1.)
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
-exec bash "$(dirname "$0")/calls/h200_call_s36b.sh"
+exec bash "$(dirname "$0")/calls/h200_call_s36f.sh"

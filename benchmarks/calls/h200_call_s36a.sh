@@ -5,6 +5,8 @@
 # candidates at T=1 H=128 (16 heads with 8, 16 or 32 splits, one stage with 16 or 32, 32 heads with 16 or 32 splits)
 # beside the shipped entries in one process, merged --only-faster into a copy of the tables, those rows benched against
 # FlashInfer (at most 560 s). On the H200 only: the tables are the H200's (on another card, compare within the call).
+# Not run: session 36's call 2 (an H100, t1_configs.py) found 32-head programs 0.77-0.86x at T=1 with bfloat16
+# partials, and no other tiling faster than the shipped ones.
 #   bash benchmarks/calls/h200_call_s36a.sh [HEADS]   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
