@@ -172,7 +172,7 @@ class GluonKernel:
     # whole 32-byte sectors, each row scaled by powers of two, with the combine's PARTS_F16, 0.88-0.98x in 13 rows.
     # Commit 0817c6a has its code.)
     # The split-K partials as bfloat16 in whole 32-byte sectors (the narrow kernel's ``_write_parts_bf16``, the wide
-    # kernel's ``_write_rows_bf16``, one format), for the combine kernel's PARTS_BF16 (session 35:
+    # kernel's ``_write_rows_bf16``, one format), for the combine kernel's PARTS_BF16 (sessions 35 and 36:
     # runtime/triton_backend.parts_bf16_for's rule). Not with FUSED (the kernel asserts it) nor persistent.
     parts_bf16: bool = False
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument

@@ -442,9 +442,10 @@ def fused_for(config: Config, T: int, num_heads: int) -> bool:
 
 def parts_bf16_for(config: Config, T: int, num_heads: int) -> bool:
     """Whether a launch of ``config`` for ``T`` tokens and ``num_heads`` heads writes bfloat16 split-K partials
-    (GluonKernel.parts_bf16, the combine's PARTS_BF16): a Gluon kernel's, narrow or wide, where the combine kernel merges
-    them (TritonLaunch: not an extra cache's list, not a PartsLaunch part; never FUSED, whose merge reads float32
-    partials; a persistent kernel, a tail split too, has one split in its config), unless ``SPARSEMLA_PARTS_BF16=0``.
+    (GluonKernel.parts_bf16, the combine's PARTS_BF16): a Gluon kernel's, narrow or wide, where the combine kernel
+    merges them (TritonLaunch: not an extra cache's list, not a PartsLaunch part; never FUSED, whose merge reads
+    float32 partials; a persistent kernel, a tail split too, has one split in its config), unless
+    ``SPARSEMLA_PARTS_BF16=0``.
     Session 35 (benchmarks/results/session35/README.md): the partials' bytes, not their store instructions, cost the
     T=1 rows ~1 us (an H100); on the H200 bfloat16 partials were 1.01-1.07x in all 13 rows timed (bf16 T=1 H=128
     9.11 -> 8.64 us), relative errors 1.7e-3 -> 2.3e-3. Session 36 (call 1, an H100): the wide kernel's (64-head

@@ -128,10 +128,10 @@ def two_caches(kv_format, d_qk, page, x_page, q_dtype, gen, *, topk, xtopk, slot
 
 
 def pack_parts_bf16(parts: torch.Tensor) -> torch.Tensor:
-    """Float32 split-K partials ``parts`` [rows, 512] in the format of the narrow Gluon kernel's parts_bf16
-    (sparse_mla_gluon.py.jinja's _write_parts_bf16), which the combine reads with PARTS_BF16: rounded to bfloat16,
-    column 16g + i + 8j of a row at position 16g + 2i + j. Returns them as the float32 workspace slice the kernels
-    take (half the floats)."""
+    """Float32 split-K partials ``parts`` [rows, 512] in the format of the Gluon kernels' parts_bf16
+    (sparse_mla_gluon.py.jinja's _write_parts_bf16 and _write_rows_bf16), which the combine reads with PARTS_BF16:
+    rounded to bfloat16, column 16g + i + 8j of a row at position 16g + 2i + j. Returns them as the float32 workspace
+    slice the kernels take (half the floats)."""
     rows = parts.shape[0]
     p = torch.arange(512)
     packed = parts.bfloat16()[:, 16 * (p // 16) + (p % 16) // 2 + 8 * (p % 2)].contiguous()

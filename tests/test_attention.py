@@ -91,7 +91,7 @@ def test_sinks_including_infinite(splits, parts_first, monkeypatch):
 
 @pytest.mark.parametrize("parts_first", [False, True])
 def test_the_combine_merges_bfloat16_partials(parts_first):
-    # The combine kernel's PARTS_BF16 (the narrow Gluon kernel's bfloat16 partials, which only a GPU writes: there
+    # The combine kernel's PARTS_BF16 (the Gluon kernels' bfloat16 partials, which only a GPU writes: there
     # gpu_correctness.py checks them end to end) on partials written in that format here (helpers.pack_parts_bf16),
     # against a float64 merge of the same rounded partials: rows from 1e-30 to 1e30 in magnitude, an empty split, a
     # sink of +inf and one of -inf, the LSE; then against the unrounded partials, within bfloat16's rounding.

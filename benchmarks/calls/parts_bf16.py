@@ -4,7 +4,8 @@ reference first (gen.gpu_measure.check on poisoned inputs; the relative errors a
 in alternating orders (ABBA..., CUDA-graph replay, median us). head_fast.py (call 2) showed that the partials' bytes,
 not their store instructions, cost ~1 us at T=1. `--wide`: the wide kernel's (64-head programs) bfloat16 partials
 against its float32 ones, on the rows whose entries run it with split-K merged by the combine kernel (session 36's
-call 1 ran it with SPARSEMLA_PARTS_BF16_WIDE=1, the flag of the time, which kept the wide kernel's off by default). Run on the GPU after `pip install .`:
+call 1 ran it with SPARSEMLA_PARTS_BF16_WIDE=1, the flag of the time, which kept the wide kernel's off by default).
+Run on the GPU after `pip install .`:
   python3 benchmarks/calls/parts_bf16.py [--wide] [--rows bf16:1:128,...] [--reps 6]
 """
 import argparse
