@@ -7,8 +7,8 @@ Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` wi
   fp8 cache a third dequantizes each tile into shared memory.
 - 16 or 32 (narrow, session 14): for TP-sharded heads the 64 keys of a tile are wgmma's M and the
   heads its N (S^T = K Q^T, O^T = V^T P^T), so no MMA row is padding; one warp group computes, one
-  gathers (bf16, cp.async) or dequantizes (fp8), or two dequantize alternate tiles
-  (``num_warps=12``). With ``num_stages=1`` (session 16) a program has one stage and at most 128
+  gathers (bf16, cp.async) or dequantizes (fp8), or (``num_warps=12``) two dequantize alternate tiles or
+  (bf16, session 36) two gather each tile, half its columns each. With ``num_stages=1`` (session 16) a program has one stage and at most 128
   registers per thread, so two programs share an SM and each one's waits hide under the other's work.
 Split-K partials are merged by the Triton module's combine kernel, or (the kernel's FUSED constexpr, chosen
 at launch by runtime/triton_backend._fused) by the last split of each token and head block to finish, which
@@ -58,8 +58,6 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
         if getattr(config, name) not in allowed:
             return name, (f"{allowed[0]!r}" if len(allowed) == 1 else f"one of {allowed}") + \
                 f" with gluon=True and block_h={config.block_h} (the Gluon kernel's fixed tiling)"
-    if config.num_warps == 12 and spec.kv_format == "auto":
-        return "num_warps", "8 with a bf16 cache (two dequantizing warp groups are for fp8 caches)"
     why = _tiling_problem(config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
     if why:  # (FIXED holds the wide kernel to its tiling, so only the stage rule is left)
         return "num_stages", f"2 unless {why}"
@@ -102,8 +100,8 @@ def gluon_launch_options(gmod) -> dict:
 
 @dataclass(frozen=True)
 class GluonKernel:
-    """``spec``'s Gluon module for a tiling (heads per program, and the narrow kernel's dequantizing
-    warp groups), as gen.render renders and caches it."""
+    """``spec``'s Gluon module for a tiling (heads per program, and the narrow kernel's loading warp
+    groups), as gen.render renders and caches it."""
 
     spec: KernelSpec
     block_h: int = 64

@@ -265,10 +265,12 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
                                         ("auto", 576, 64, 64, False, 2), ("auto", 512, 128, 1, False, 1),
                                         ("fp8_e4m3", 576, 128, 16, True, 4), ("fp8_ds_mla", 576, 64, 64, False, 1),
                                         ("model1", 512, 128, 64, True, 2))]
-    # the narrow kernel (heads as wgmma's N): 16 and 32 heads per program, one or two loading groups
+    # the narrow kernel (heads as wgmma's N): 16 and 32 heads per program, one or two loading groups (bf16: two
+    # gathering half of each tile's columns each, session 36)
     jobs += [(KernelSpec(kv_format=f, d_qk=d, num_heads=h, page_size=p, arch="sm90", has_sink=sink, return_lse=sink),
               Config(bh, 64, s, w, 2, gluon=True), "sm90")
              for f, d, h, bh, w, p, sink, s in (("auto", 576, 16, 16, 8, 1, True, 2),
+                                                ("auto", 576, 32, 16, 12, 1, True, 2),
                                                 ("auto", 512, 32, 32, 8, 64, False, 1),
                                                 ("auto", 576, 32, 16, 8, 1, False, 1),
                                                 ("fp8_e4m3", 576, 16, 16, 12, 16, True, 1),

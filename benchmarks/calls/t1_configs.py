@@ -4,7 +4,8 @@ which config is fastest at T=1 with 128 and 64 heads? Session 19 measured 32-hea
 its float32 ones. Each candidate is checked against the reference (gen.gpu_measure.check, poisoned inputs), then
 timed in rotating orders (CUDA-graph replay over rotating inputs, median us per call). The config is passed
 explicitly, so the answer does not depend on which card's table is installed (any sm90 card). --tokens and
---candidates (block_h:splits:stages,...) time other rows and configs, e.g. the wide kernel's split counts at T=4.
+--candidates (block_h:splits:stages[:warps],...) time other rows and configs, e.g. the wide kernel's split counts at
+T=4, or 12 warps (a narrow kernel with two loading warp groups).
 Run on the GPU after `pip install .`:
   python3 benchmarks/calls/t1_configs.py [--formats bf16,bf16_nope] [--heads 128,64] [--tokens 1]
                                          [--candidates 64:8:2,64:16:2] [--reps 4]
@@ -25,9 +26,9 @@ CANDIDATES = "16:8:2,16:16:2,16:16:1,16:32:1,32:16:2,32:32:2,64:16:2,64:32:2"
 
 
 def candidate(text: str) -> Config:
-    """A Gluon config from "block_h:num_splits:num_stages" (64 keys a tile, 8 warps)."""
-    block_h, splits, stages = map(int, text.split(":"))
-    return Config(block_h, 64, splits, 8, stages, gluon=True)
+    """A Gluon config from "block_h:num_splits:num_stages[:num_warps]" (64 keys a tile; 8 warps unless given)."""
+    block_h, splits, stages, warps = (list(map(int, text.split(":"))) + [8])[:4]
+    return Config(block_h, 64, splits, warps, stages, gluon=True)
 
 
 def main():
@@ -35,7 +36,7 @@ def main():
     ap.add_argument("--formats", default="bf16,bf16_nope")
     ap.add_argument("--heads", default="128,64")
     ap.add_argument("--tokens", default="1")
-    ap.add_argument("--candidates", default=CANDIDATES, help="block_h:num_splits:num_stages,...")
+    ap.add_argument("--candidates", default=CANDIDATES, help="block_h:num_splits:num_stages[:num_warps],...")
     ap.add_argument("--reps", type=int, default=4)
     args = ap.parse_args()
     dev = torch.device("cuda")
