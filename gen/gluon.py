@@ -8,8 +8,9 @@ Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` wi
 - 16 or 32 (narrow, session 14): for TP-sharded heads the 64 keys of a tile are wgmma's M and the
   heads its N (S^T = K Q^T, O^T = V^T P^T), so no MMA row is padding; one warp group computes, one
   gathers (bf16, cp.async) or dequantizes (fp8), or (``num_warps=12``) two dequantize alternate tiles or
-  (bf16, session 36) two gather each tile, half its columns each. With ``num_stages=1`` (session 16) a program has one stage and at most 128
-  registers per thread, so two programs share an SM and each one's waits hide under the other's work.
+  (bf16, session 36) two gather each tile, half its columns each. With ``num_stages=1`` (session 16) a
+  program has one stage and at most 128 registers per thread, so two programs share an SM and each one's
+  waits hide under the other's work.
 Split-K partials are merged by the Triton module's combine kernel, or (the kernel's FUSED constexpr, chosen
 at launch by runtime/triton_backend._fused) by the last split of each token and head block to finish, which
 finds its counters SYNC_FLOATS floats before the partials.

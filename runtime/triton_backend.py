@@ -402,9 +402,9 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     table's entries."""
     persistent = persistent_for(spec, config, units, sms)
     staged_out = _staged_out(config, persistent)
-    tail = _tail(spec, config, units // -(-spec.num_heads // config.block_h), sms, persistent, staged_out)
-    T = units // (-(-spec.num_heads // config.block_h) * config.num_splits)
-    parts_bf16 = parts_bf16_for(config, T, spec.num_heads)
+    head_blocks = -(-spec.num_heads // config.block_h)
+    tail = _tail(spec, config, units // head_blocks, sms, persistent, staged_out)
+    parts_bf16 = parts_bf16_for(config, units // (head_blocks * config.num_splits), spec.num_heads)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
                                         ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon),
                                         ("parts_bf16", parts_bf16)) if on}
