@@ -174,6 +174,11 @@ class GluonKernel:
     # kernel's ``_write_rows_bf16``, one format), for the combine kernel's PARTS_BF16 (sessions 35 and 36:
     # runtime/triton_backend.parts_bf16_for's rule). Not with FUSED (the kernel asserts it) nor persistent.
     parts_bf16: bool = False
+    # The narrow bf16 kernel's tiles arrive in this many parts of their columns (1, 2, 4 or 8; the rope with the
+    # first), each on a barrier of its own, and M issues each part's S^T wgmmas once it is in, so most of S^T runs
+    # while the last parts land (session 37, for T=1, where a program waits ~4.2K cycles for its first tile: compiled
+    # only). With two gathering groups each takes half the parts.
+    ready_parts: int = 1
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -219,6 +224,13 @@ class GluonKernel:
         if self.parts_bf16 and self.persistent:
             raise ValueError(f"no persistent Gluon kernel for {self.spec.key} with parts_bf16=True: expected "
                              "persistent=False (a tail split's partials are merged as float32)")
+        if self.ready_parts not in (1, 2, 4, 8) or (self.ready_parts > 1 and (
+                not self.narrow or self.spec.kv_format != "auto" or (self.stages == 1 and self.ready_parts > 2))):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, stages={self.stages}, "
+                             f"ready_parts={self.ready_parts}: expected 1, or 2, 4 or 8 (at most 2 with one stage, "
+                             "where 4 spilled 344-400 B at 128 registers a thread) with block_h 16 or 32 and a bf16 "
+                             "cache (the gathering groups' cp.async arrive per part; group C's fp8 stage in two parts, "
+                             "session 33's half_ready, was slower)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
@@ -243,7 +255,7 @@ class GluonKernel:
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
                  ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("pb", self.parts_bf16),
-                 ("prof", self.profile)]
+                 (f"rp{self.ready_parts}", self.ready_parts > 1), ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
     @property
@@ -261,5 +273,5 @@ class GluonKernel:
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
                     ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, parts_bf16=self.parts_bf16,
-                    profile=self.profile,
+                    ready_parts=self.ready_parts, profile=self.profile,
                     sync_floats=SYNC_FLOATS)

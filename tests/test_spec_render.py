@@ -282,6 +282,28 @@ def test_the_ready_fence_variant_drops_the_computing_groups_fence_for_fp8_stages
         GluonKernel(KernelSpec(arch="sm90"), 16, ready_fence=False)
 
 
+def test_ready_parts_split_the_narrow_bf16_kernels_ready_barriers():
+    # GluonKernel.ready_parts (session 37, compiled only): a tile's columns arrive in parts, each on its own barrier
+    # (one gathering group's 128 arrivals; with two groups each takes half the parts), so M issues S^T part by part; the
+    # narrow bf16 kernel only, at most 2 with one stage (4 spilled at 128 registers a thread)
+    from sparsemla.gen.gluon import GluonKernel
+    from sparsemla.gen.render import render_source
+    spec = KernelSpec(arch="sm90")
+    plain = render_source(GluonKernel(spec, 16))
+    assert "READY_PARTS" not in plain and "mbarrier.init(bars.index(READY + i), count=128)" in plain
+    for loaders, parts in ((1, 2), (1, 8), (2, 2), (2, 4)):
+        unit = GluonKernel(spec, 16, loaders, ready_parts=parts)
+        assert unit.key == GluonKernel(spec, 16, loaders).key + f"-rp{parts}"
+        src = render_source(unit)
+        assert f"READY_PARTS = gl.constexpr({parts})" in src and "count=128)" in src
+        assert src.count("mbarrier.wait(bars.index(READY + stage * READY_PARTS + p)") == 1
+    assert GluonKernel(spec, 16, stages=1, ready_parts=2).key.endswith("-s1-qc-rp2")
+    for kw, parts in ((dict(block_h=64), 2), (dict(block_h=16), 3), (dict(block_h=16, stages=1), 4),
+                      (dict(block_h=16, spec=KernelSpec(kv_format="fp8_e4m3", arch="sm90")), 2)):
+        with pytest.raises(ValueError, match=f"ready_parts={parts}: expected 1, or 2, 4 or 8"):
+            GluonKernel(**{"spec": spec, **kw}, ready_parts=parts)
+
+
 def test_model1s_scales_apply_to_the_bf16_values():
     # GluonKernel.bf16_scale (session 31; the rule: on for model1): group C multiplies the packed bf16 values by the
     # ue8m0 scale as a bf16 (a power of two: the same values) instead of the float32 ones; off, the float32 path;
