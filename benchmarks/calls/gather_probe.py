@@ -30,8 +30,10 @@ _barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 
 ROW = 576  # bf16 columns a row (d_qk 576)
 PROGRAMS = 128
-# (num_warps, tiles, programs sharing a split's rows)
-VARIANTS = [(4, 2, 8), (8, 2, 8), (16, 2, 8), (4, 1, 8), (8, 1, 8), (4, 2, 1), (8, 2, 1)]
+# (num_warps, tiles, programs sharing a split's rows, through registers: LDG + STS instead of cp.async)
+VARIANTS = [(4, 2, 8, False), (8, 2, 8, False), (16, 2, 8, False), (4, 1, 8, False), (8, 1, 8, False),
+            (4, 2, 1, False), (8, 2, 1, False), (4, 2, 8, True), (8, 2, 8, True), (16, 2, 8, True), (4, 1, 8, True),
+            (8, 1, 8, True), (8, 2, 1, True)]
 
 
 @gluon.jit
@@ -41,7 +43,33 @@ def _clock64(L: gl.constexpr, N: gl.constexpr):
 
 
 @gluon.jit
-def gather_probe(kv, idx, prof, first, TILES: gl.constexpr, SHARE: gl.constexpr, NW: gl.constexpr):
+def _ldg_tile(kv, row, buf, base: gl.constexpr, GC: gl.constexpr):
+    """A tile's 9 chunks of 64 columns loaded into registers (all 9 loads issued before any store), then stored into
+    buf's chunks base..base + 8: the gather through registers instead of cp.async (LDG.128 + STS.128)."""
+    cols = gl.arange(0, 64, layout=gl.SliceLayout(0, GC))
+    v0 = gl.load(kv + row[:, None] + cols[None, :])
+    v1 = gl.load(kv + row[:, None] + (64 + cols)[None, :])
+    v2 = gl.load(kv + row[:, None] + (128 + cols)[None, :])
+    v3 = gl.load(kv + row[:, None] + (192 + cols)[None, :])
+    v4 = gl.load(kv + row[:, None] + (256 + cols)[None, :])
+    v5 = gl.load(kv + row[:, None] + (320 + cols)[None, :])
+    v6 = gl.load(kv + row[:, None] + (384 + cols)[None, :])
+    v7 = gl.load(kv + row[:, None] + (448 + cols)[None, :])
+    v8 = gl.load(kv + row[:, None] + (512 + cols)[None, :])
+    buf.index(base + 0).store(v0)
+    buf.index(base + 1).store(v1)
+    buf.index(base + 2).store(v2)
+    buf.index(base + 3).store(v3)
+    buf.index(base + 4).store(v4)
+    buf.index(base + 5).store(v5)
+    buf.index(base + 6).store(v6)
+    buf.index(base + 7).store(v7)
+    buf.index(base + 8).store(v8)
+
+
+@gluon.jit
+def gather_probe(kv, idx, prof, first, TILES: gl.constexpr, SHARE: gl.constexpr, NW: gl.constexpr,
+                 LDG: gl.constexpr = False):
     pid = gl.program_id(0)
     split = pid // SHARE
     GC: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [NW, 1], [1, 0])  # 16 bytes a thread, 128 a row a warp
@@ -54,19 +82,27 @@ def gather_probe(kv, idx, prof, first, TILES: gl.constexpr, SHARE: gl.constexpr,
     if TILES == 2:
         row1 = gl.load(idx + offs + 64).to(gl.int64) * 576
     t_ids = _clock64(TL, 32 * NW)
-    for c in gl.static_range(9):
-        cols = c * 64 + gl.arange(0, 64, layout=gl.SliceLayout(0, GC))
-        _cp_async(buf.index(c), kv + row0[:, None] + cols[None, :])
-    async_copy.commit_group()
-    if TILES == 2:
+    if LDG:  # (issued: tile 0 stored and tile 1's loads issued; with one tile, as landed)
+        _ldg_tile(kv, row0, buf, 0, GC)
+        t_issued = _clock64(TL, 32 * NW)
+        if TILES == 2:
+            _ldg_tile(kv, row1, buf, 9, GC)
+        _barrier()
+        t_landed = _clock64(TL, 32 * NW)
+    else:
         for c in gl.static_range(9):
             cols = c * 64 + gl.arange(0, 64, layout=gl.SliceLayout(0, GC))
-            _cp_async(buf.index(9 + c), kv + row1[:, None] + cols[None, :])
+            _cp_async(buf.index(c), kv + row0[:, None] + cols[None, :])
         async_copy.commit_group()
-    t_issued = _clock64(TL, 32 * NW)
-    async_copy.wait_group(0)
-    _barrier()
-    t_landed = _clock64(TL, 32 * NW)
+        if TILES == 2:
+            for c in gl.static_range(9):
+                cols = c * 64 + gl.arange(0, 64, layout=gl.SliceLayout(0, GC))
+                _cp_async(buf.index(9 + c), kv + row1[:, None] + cols[None, :])
+            async_copy.commit_group()
+        t_issued = _clock64(TL, 32 * NW)
+        async_copy.wait_group(0)
+        _barrier()
+        t_landed = _clock64(TL, 32 * NW)
     lane = gl.arange(0, 32 * NW, layout=TL)
     one = lane == 0
     gl.store(prof + pid * 4 + 0 + lane * 0, t_start, mask=one)
@@ -82,22 +118,23 @@ def gather_probe(kv, idx, prof, first, TILES: gl.constexpr, SHARE: gl.constexpr,
         gl.store(first + (pid * TILES + j) * 64 + r[:, None] * 0 + c[None, :], tile, mask=(r == 0)[:, None])
 
 
-def launch(kv, idx, prof, first, nw, tiles, share):
-    gather_probe[(PROGRAMS,)](kv, idx, prof, first, TILES=tiles, SHARE=share, NW=nw, num_warps=nw)
+def launch(kv, idx, prof, first, nw, tiles, share, ldg):
+    gather_probe[(PROGRAMS,)](kv, idx, prof, first, TILES=tiles, SHARE=share, NW=nw, LDG=ldg, num_warps=nw)
 
 
 def compile_all() -> int:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
-    for nw, tiles, share in VARIANTS:
+    for nw, tiles, share, ldg in VARIANTS:
         sig = {"kv": "*bf16", "idx": "*i32", "prof": "*i64", "first": "*bf16", "TILES": "constexpr",
-               "SHARE": "constexpr", "NW": "constexpr"}
-        src = GluonASTSource(gather_probe, sig, {"TILES": tiles, "SHARE": share, "NW": nw},
+               "SHARE": "constexpr", "NW": "constexpr", "LDG": "constexpr"}
+        src = GluonASTSource(gather_probe, sig, {"TILES": tiles, "SHARE": share, "NW": nw, "LDG": ldg},
                              {(i,): [["tt.divisibility", 16]] for i in range(4)})
         k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": nw})
         n_async = k.asm["ptx"].count("cp.async.cg.shared.global") + k.asm["ptx"].count("cp.async.ca.shared.global")
-        print(f"w{nw} tiles {tiles} share {share}: {k.metadata.shared} B shared, {n_async} cp.async in the PTX")
+        print(f"w{nw} tiles {tiles} share {share} ldg {ldg}: {k.metadata.shared} B shared, {n_async} cp.async in the "
+              f"PTX, {k.n_spills if hasattr(k, 'n_spills') else '?'} spills")
     return 0
 
 
@@ -115,20 +152,20 @@ def main() -> int:
     # (the rows of a split are the 64 x TILES of its list; 16 splits x 128 rows = T=1's 2048 of the list)
     sets = [torch.randint(0, slots, (PROGRAMS * 2 * 64,), device=dev, generator=g, dtype=torch.int32)
             for _ in range(args.sets)]
-    lines = ["| warps | tiles | programs sharing rows | ids (cycles) | issued | landed (median) | landed (p90) | "
-             "kernel us | check |", "|---|---|---|---|---|---|---|---|---|"]
-    for nw, tiles, share in VARIANTS:
+    lines = ["| path | warps | tiles | programs sharing rows | ids (cycles) | issued | landed (median) | landed (p90) | "
+             "kernel us | check |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for nw, tiles, share, ldg in VARIANTS:
         prof = torch.zeros(PROGRAMS, 4, dtype=torch.int64, device=dev)
         first = torch.zeros(PROGRAMS * tiles, 64, dtype=torch.bfloat16, device=dev)
-        launch(kv, sets[0], prof, first, nw, tiles, share)  # compile
+        launch(kv, sets[0], prof, first, nw, tiles, share, ldg)  # compile
         torch.cuda.synchronize()
         want = torch.stack([kv[sets[0][((p // share) * tiles + j) * 64].long(), :64]
                             for p in range(PROGRAMS) for j in range(tiles)])
         ok = "ok" if torch.equal(first, want) else "WRONG"
         # the cycles of one launch on rows out of L2 (a set not touched for args.sets - 1 launches)
         for s in sets[1:]:
-            launch(kv, s, prof, first, nw, tiles, share)
-        launch(kv, sets[0], prof, first, nw, tiles, share)
+            launch(kv, s, prof, first, nw, tiles, share, ldg)
+        launch(kv, sets[0], prof, first, nw, tiles, share, ldg)
         torch.cuda.synchronize()
         d = (prof - prof[:, :1]).double()
         ids, issued, landed = d[:, 1].median().item(), d[:, 2].median().item(), d[:, 3].median().item()
@@ -136,7 +173,7 @@ def main() -> int:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             for s in sets:
-                launch(kv, s, prof, first, nw, tiles, share)
+                launch(kv, s, prof, first, nw, tiles, share, ldg)
         times = []
         for _ in range(15):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -145,7 +182,7 @@ def main() -> int:
             end.record()
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end) * 1000 / len(sets))
-        line = f"| {nw} | {tiles} | {share} | {ids:.0f} | {issued:.0f} | {landed:.0f} | {p90:.0f} | " \
+        line = f"| {'LDG+STS' if ldg else 'cp.async'} | {nw} | {tiles} | {share} | {ids:.0f} | {issued:.0f} | {landed:.0f} | {p90:.0f} | " \
                f"{statistics.median(times):.2f} | {ok} |"
         print(line, flush=True)
         lines.append(line)
