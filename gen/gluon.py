@@ -7,10 +7,9 @@ Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` wi
   fp8 cache a third dequantizes each tile into shared memory.
 - 16 or 32 (narrow, session 14): for TP-sharded heads the 64 keys of a tile are wgmma's M and the
   heads its N (S^T = K Q^T, O^T = V^T P^T), so no MMA row is padding; one warp group computes, one
-  gathers (bf16, cp.async) or dequantizes (fp8), or (``num_warps=12``) two dequantize alternate tiles or
-  (bf16, session 36) two gather each tile, half its columns each. With ``num_stages=1`` (session 16) a
-  program has one stage and at most 128 registers per thread, so two programs share an SM and each one's
-  waits hide under the other's work.
+  gathers (bf16, cp.async) or dequantizes (fp8), or two dequantize alternate tiles
+  (``num_warps=12``). With ``num_stages=1`` (session 16) a program has one stage and at most 128
+  registers per thread, so two programs share an SM and each one's waits hide under the other's work.
 Split-K partials are merged by the Triton module's combine kernel, or (the kernel's FUSED constexpr, chosen
 at launch by runtime/triton_backend._fused) by the last split of each token and head block to finish, which
 finds its counters SYNC_FLOATS floats before the partials.
@@ -59,6 +58,9 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
         if getattr(config, name) not in allowed:
             return name, (f"{allowed[0]!r}" if len(allowed) == 1 else f"one of {allowed}") + \
                 f" with gluon=True and block_h={config.block_h} (the Gluon kernel's fixed tiling)"
+    if config.num_warps == 12 and spec.kv_format == "auto":
+        return "num_warps", ("8 with a bf16 cache (two dequantizing warp groups are for fp8 caches; two gathering "
+                             "ones were measured slower in session 37)")
     why = _tiling_problem(config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
     if why:  # (FIXED holds the wide kernel to its tiling, so only the stage rule is left)
         return "num_stages", f"2 unless {why}"
@@ -101,8 +103,8 @@ def gluon_launch_options(gmod) -> dict:
 
 @dataclass(frozen=True)
 class GluonKernel:
-    """``spec``'s Gluon module for a tiling (heads per program, and the narrow kernel's loading warp
-    groups), as gen.render renders and caches it."""
+    """``spec``'s Gluon module for a tiling (heads per program, and the narrow kernel's dequantizing
+    warp groups), as gen.render renders and caches it."""
 
     spec: KernelSpec
     block_h: int = 64
@@ -174,11 +176,6 @@ class GluonKernel:
     # kernel's ``_write_rows_bf16``, one format), for the combine kernel's PARTS_BF16 (sessions 35 and 36:
     # runtime/triton_backend.parts_bf16_for's rule). Not with FUSED (the kernel asserts it) nor persistent.
     parts_bf16: bool = False
-    # The narrow bf16 kernel's tiles arrive in this many parts of their columns (1, 2, 4 or 8; the rope with the
-    # first), each on a barrier of its own, and M issues each part's S^T wgmmas once it is in, so most of S^T runs
-    # while the last parts land (session 37, for T=1, where a program waits ~4.2K cycles for its first tile: compiled
-    # only). With two gathering groups each takes half the parts.
-    ready_parts: int = 1
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
@@ -224,17 +221,15 @@ class GluonKernel:
         if self.parts_bf16 and self.persistent:
             raise ValueError(f"no persistent Gluon kernel for {self.spec.key} with parts_bf16=True: expected "
                              "persistent=False (a tail split's partials are merged as float32)")
-        if self.ready_parts not in (1, 2, 4, 8) or (self.ready_parts > 1 and (
-                not self.narrow or self.spec.kv_format != "auto" or (self.stages == 1 and self.ready_parts > 2))):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, stages={self.stages}, "
-                             f"ready_parts={self.ready_parts}: expected 1, or 2, 4 or 8 (at most 2 with one stage, "
-                             "where 4 spilled 344-400 B at 128 registers a thread) with block_h 16 or 32 and a bf16 "
-                             "cache (the gathering groups' cp.async arrive per part; group C's fp8 stage in two parts, "
-                             "session 33's half_ready, was slower)")
         why = _tiling_problem(self.block_h, self.loaders, self.stages)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
+        if self.loaders == 2 and self.spec.kv_format == "auto":
+            # (sessions 36-37: two gathering groups, each half of every tile's columns, 0.97-0.99x on an H100 in six
+            # rows; a T=1 tile lands no sooner with 8 or 16 gathering warps than with 4. Commit 1f3eff6 has them.)
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with loaders=2: expected 1 with a bf16 cache (two "
+                             "loading warp groups dequantize alternate tiles of an fp8 cache)")
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
@@ -255,7 +250,7 @@ class GluonKernel:
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
                  ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("pb", self.parts_bf16),
-                 (f"rp{self.ready_parts}", self.ready_parts > 1), ("prof", self.profile)]
+                 ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
     @property
@@ -273,5 +268,5 @@ class GluonKernel:
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
                     ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, parts_bf16=self.parts_bf16,
-                    ready_parts=self.ready_parts, profile=self.profile,
+                    profile=self.profile,
                     sync_floats=SYNC_FLOATS)
