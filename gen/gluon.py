@@ -226,7 +226,7 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
         if self.loaders == 2 and self.spec.kv_format == "auto":
-            # (sessions 36-37: two gathering groups, each half of every tile's columns, 0.97-0.99x on an H100 in six
+            # (sessions 36-37: two gathering groups, each half of every tile's columns, 0.97-1.00x on an H100 in five
             # rows; a T=1 tile lands no sooner with 8 or 16 gathering warps than with 4. Commit 1f3eff6 has them.)
             raise ValueError(f"no Gluon kernel for {self.spec.key} with loaders=2: expected 1 with a bf16 cache (two "
                              "loading warp groups dequantize alternate tiles of an fp8 cache)")
