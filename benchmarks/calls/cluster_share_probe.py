@@ -113,6 +113,7 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
 
 HOST = r"""
 #include <torch/extension.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
 template <int C>
@@ -123,7 +124,8 @@ void launch_c(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Te
   cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (C == 8) cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   fn<<<(unsigned)prof.size(0), NT, bytes, c10::cuda::getCurrentCUDAStream()>>>(
-      (const char*)kv.data_ptr(), idx.data_ptr<int>(), prof.data_ptr<int64_t>(), (int4*)first.data_ptr(), (int)share);
+      (const char*)kv.data_ptr(), idx.data_ptr<int>(), reinterpret_cast<long long*>(prof.data_ptr<int64_t>()),
+      (int4*)first.data_ptr(), (int)share);
 }
 
 void launch(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tensor first, int64_t share,
