@@ -67,10 +67,15 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                  :: "r"(smem_addr(&bar)), "r"(TILES * (64 - RPC) * ROWB));
   }
+  __shared__ int slots[TILES * 64];  // this CTA's rows' slot ids, loaded once (not once per 16-byte piece)
+  for (int q = tid; q < TILES * RPC; q += NT) {
+    const int t = q / RPC, r = rank * RPC + q % RPC;
+    slots[t * 64 + r] = idx[(split * TILES + t) * 64 + r];
+  }
+  __syncthreads();
   for (int p = tid; p < TILES * RPC * 72; p += NT) {  // 72 pieces of 16 bytes a row
     const int rr = p / 72, piece = p % 72, t = rr / RPC, r = rank * RPC + rr % RPC;
-    const int slot = idx[(split * TILES + t) * 64 + r];
-    const char* src = kv + (long long)slot * ROWB + piece * 16;
+    const char* src = kv + (long long)slots[t * 64 + r] * ROWB + piece * 16;
     char* dst = smem + ((t * CHUNKS + piece / 8) * 64 + r) * 128 + (piece % 8) * 16;
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst)), "l"(src));
   }
