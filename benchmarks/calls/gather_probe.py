@@ -119,7 +119,7 @@ def gather_probe(kv, idx, prof, first, TILES: gl.constexpr, SHARE: gl.constexpr,
 
 
 def launch(kv, idx, prof, first, nw, tiles, share, ldg):
-    gather_probe[(PROGRAMS,)](kv, idx, prof, first, TILES=tiles, SHARE=share, NW=nw, LDG=ldg, num_warps=nw)
+    gather_probe[(prof.shape[0],)](kv, idx, prof, first, TILES=tiles, SHARE=share, NW=nw, LDG=ldg, num_warps=nw)
 
 
 def compile_all() -> int:
@@ -142,6 +142,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile", action="store_true", help="compile every variant for sm90 (no GPU)")
     ap.add_argument("--sets", type=int, default=64)
+    ap.add_argument("--programs", type=int, default=PROGRAMS,
+                    help="programs in the grid (fewer than the SMs: does each SM's gather get faster?)")
+    ap.add_argument("--variants", default="", help="WARPS:TILES:SHARE[:ldg],... (default: VARIANTS)")
     args = ap.parse_args()
     if args.compile:
         return compile_all()
@@ -150,17 +153,20 @@ def main() -> int:
     kv = torch.randn(slots, ROW, device=dev).to(torch.bfloat16)
     g = torch.Generator(device=dev).manual_seed(0)
     # (the rows of a split are the 64 x TILES of its list; 16 splits x 128 rows = T=1's 2048 of the list)
-    sets = [torch.randint(0, slots, (PROGRAMS * 2 * 64,), device=dev, generator=g, dtype=torch.int32)
+    sets = [torch.randint(0, slots, (args.programs * 2 * 64,), device=dev, generator=g, dtype=torch.int32)
             for _ in range(args.sets)]
-    lines = ["| path | warps | tiles | programs sharing rows | ids (cycles) | issued | landed (median) | landed (p90) | "
-             "kernel us | check |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for nw, tiles, share, ldg in VARIANTS:
-        prof = torch.zeros(PROGRAMS, 4, dtype=torch.int64, device=dev)
-        first = torch.zeros(PROGRAMS * tiles, 64, dtype=torch.bfloat16, device=dev)
+    lines = ["| path | programs | warps | tiles | programs sharing rows | ids (cycles) | issued | landed (median) | "
+             "landed (p90) | kernel us | check |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    variants = VARIANTS if not args.variants else [
+        tuple(int(x) for x in v.split(":")[:3]) + (v.endswith(":ldg"),) for v in args.variants.split(",")]
+    programs = args.programs
+    for nw, tiles, share, ldg in variants:
+        prof = torch.zeros(programs, 4, dtype=torch.int64, device=dev)
+        first = torch.zeros(programs * tiles, 64, dtype=torch.bfloat16, device=dev)
         launch(kv, sets[0], prof, first, nw, tiles, share, ldg)  # compile
         torch.cuda.synchronize()
         want = torch.stack([kv[sets[0][((p // share) * tiles + j) * 64].long(), :64]
-                            for p in range(PROGRAMS) for j in range(tiles)])
+                            for p in range(programs) for j in range(tiles)])
         ok = "ok" if torch.equal(first, want) else "WRONG"
         # the cycles of one launch on rows out of L2 (a set not touched for args.sets - 1 launches)
         for s in sets[1:]:
@@ -182,7 +188,8 @@ def main() -> int:
             end.record()
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end) * 1000 / len(sets))
-        line = f"| {'LDG+STS' if ldg else 'cp.async'} | {nw} | {tiles} | {share} | {ids:.0f} | {issued:.0f} | {landed:.0f} | {p90:.0f} | " \
+        line = f"| {'LDG+STS' if ldg else 'cp.async'} | {programs} | {nw} | {tiles} | {share} | {ids:.0f} | " \
+               f"{issued:.0f} | {landed:.0f} | {p90:.0f} | " \
                f"{statistics.median(times):.2f} | {ok} |"
         print(line, flush=True)
         lines.append(line)
