@@ -13,14 +13,13 @@ split's rows, in clusters of C (1, 2, 4 or 8) CTAs:
 - then it waits on its own mbarrier for the rest.
 With C = 1 every CTA gathers every row itself, as the kernel does now. Each CTA stamps clock64 at its start, when
 its own rows have landed, and when all rows are in. The kernel time is the median of CUDA-graph replays over 64
-rotating index sets (rows out of L2). Every CTA writes 16 bytes of every row back, and these are checked against
-the cache.
+rotating index sets (rows out of L2): gen.gpu_measure's time_calls (in session 37's calls a replay held one pass over
+the sets). Every CTA writes 16 bytes of every row back, and these are checked against the cache.
   python3 benchmarks/calls/cluster_share_probe.py             (on the GPU)
   python3 benchmarks/calls/cluster_share_probe.py --compile   (no GPU: nvcc -arch sm_90a on the kernel alone)
 """
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -151,8 +150,8 @@ def compile_only() -> int:
     """nvcc on the kernel alone for sm_90a (every cluster size), printing ptxas's resource lines."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "probe.cu")
-        inst = "".join(f"template __global__ void cluster_share<{c}, 2>(const char*, const int*, long long*, int4*, int);\n"
-                       for c in CLUSTERS)
+        inst = "".join(f"template __global__ void cluster_share<{c}, 2>(const char*, const int*, long long*, int4*, "
+                       f"int);\n" for c in CLUSTERS)
         with open(path, "w") as f:
             f.write(KERNEL + inst)
         res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-c", path,
@@ -170,6 +169,8 @@ def main() -> int:
         return compile_only()
     import torch
     from torch.utils.cpp_extension import load_inline
+
+    from sparsemla.gen.gpu_measure import time_calls
     decl = ("void launch(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tensor first, int64_t share, "
             "int64_t c);")
     ext = load_inline("cluster_share_probe", cpp_sources=decl, cuda_sources=KERNEL + HOST, functions=["launch"],
@@ -181,8 +182,8 @@ def main() -> int:
     sets = [torch.randint(0, slots, (PROGRAMS // SHARE * 2 * 64,), device=dev, generator=g, dtype=torch.int32)
             for _ in range(args.sets)]
     kv_bytes = kv.view(torch.uint8).view(slots, ROW_BYTES)
-    lines = ["| cluster | L2 bytes (MB) | own rows in (cycles) | all rows in (median) | all rows in (p90) | kernel us | "
-             "check |", "|---|---|---|---|---|---|---|"]
+    lines = ["| cluster | L2 bytes (MB) | own rows in (cycles) | all rows in (median) | all rows in (p90) | "
+             "kernel us | check |", "|---|---|---|---|---|---|---|"]
     for c in CLUSTERS:
         prof = torch.zeros(PROGRAMS, 3, dtype=torch.int64, device=dev)
         first = torch.zeros(PROGRAMS * 2 * 64, 16, dtype=torch.uint8, device=dev)
@@ -203,20 +204,9 @@ def main() -> int:
         torch.cuda.synchronize()
         d = prof.double()
         own, all_in, p90 = d[:, 1].median().item(), d[:, 2].median().item(), d[:, 2].quantile(0.9).item()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for s in sets:
-                ext.launch(kv, s, prof, first, SHARE, c)
-        times = []
-        for _ in range(15):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) * 1000 / len(sets))
+        us = time_calls([lambda s=s: ext.launch(kv, s, prof, first, SHARE, c) for s in sets])[0]
         l2_mb = PROGRAMS // c * 2 * 64 * ROW_BYTES / 1e6
-        line = (f"| {c} | {l2_mb:.1f} | {own:.0f} | {all_in:.0f} | {p90:.0f} | {statistics.median(times):.2f} | "
+        line = (f"| {c} | {l2_mb:.1f} | {own:.0f} | {all_in:.0f} | {p90:.0f} | {us:.2f} | "
                 f"{ok} |")
         print(line, flush=True)
         lines.append(line)

@@ -12,18 +12,20 @@ This kernel does only the gather: each of PROGRAMS programs copies TILES tiles o
 them. SHARE programs gather the same rows (8: the 8 head blocks of T=1 H=128; 1: every program its own rows). Each
 program stamps clock64 at its start, after its slot ids, after its last cp.async is issued and once everything has
 landed. The tiles' first row goes back to global memory, checked against the cache. The kernel time is the median of
-CUDA-graph replays over 64 rotating index sets (rows out of L2, as the suite's timing inputs).
+CUDA-graph replays over 64 rotating index sets (rows out of L2, as the suite's timing inputs): gen.gpu_measure's
+time_calls (in session 37's calls a replay held one pass over the sets).
   python3 benchmarks/calls/gather_probe.py             (on the GPU after `pip install .`)
   python3 benchmarks/calls/gather_probe.py --compile   (no GPU: compiles every variant for sm90)
 """
 import argparse
-import statistics
 import sys
 
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import async_copy
+
+from sparsemla.gen.gpu_measure import time_calls
 
 _cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
 _barrier = getattr(gl, "barrier", None) or gl.thread_barrier
@@ -176,21 +178,10 @@ def main() -> int:
         d = (prof - prof[:, :1]).double()
         ids, issued, landed = d[:, 1].median().item(), d[:, 2].median().item(), d[:, 3].median().item()
         p90 = d[:, 3].quantile(0.9).item()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for s in sets:
-                launch(kv, s, prof, first, nw, tiles, share, ldg)
-        times = []
-        for _ in range(15):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) * 1000 / len(sets))
+        us = time_calls([lambda s=s: launch(kv, s, prof, first, nw, tiles, share, ldg) for s in sets])[0]
         line = f"| {'LDG+STS' if ldg else 'cp.async'} | {programs} | {nw} | {tiles} | {share} | {ids:.0f} | " \
                f"{issued:.0f} | {landed:.0f} | {p90:.0f} | " \
-               f"{statistics.median(times):.2f} | {ok} |"
+               f"{us:.2f} | {ok} |"
         print(line, flush=True)
         lines.append(line)
     print("\n" + "\n".join(lines))
