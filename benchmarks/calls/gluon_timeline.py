@@ -48,7 +48,8 @@ def _init_with_prof(self, jit_fn, grid, args, constexprs, options, device):
     _plain_init(self, jit_fn, grid, args, constexprs, options, device)
     module = getattr(getattr(jit_fn, "fn", None), "__module__", "")
     if "_prof" in module:  # (a profile build's module name: ..._prof_<hash>)
-        buf = torch.zeros(grid[0], SLOTS, dtype=torch.int64, device=device)
+        pairs = jit_fn.fn.__globals__.get("PAIRS")  # (GluonKernel.pairs: a row of slots per unit)
+        buf = torch.zeros(grid[0] * (pairs.value if pairs is not None else 1), SLOTS, dtype=torch.int64, device=device)
         self.kw["prof"] = buf
         _buffers.append((module, buf))
 
@@ -65,7 +66,8 @@ def report(row: str, spec: KernelSpec, cfg, module: str, st: torch.Tensor) -> st
     tiles = -(-per_split // 64)
     start, end = st[:, 15], st[:, 6]
     cyc, ns = (st[:, 5] - st[:, 0]).double(), (end - start).double()
-    lines = [f"\n{row} {config_label(cfg)} ({module}): {n} programs, {tiles} tiles each",
+    lines = [f"\n{row} {config_label(cfg)} ({module}): {n} {'units' if cfg.num_warps == 16 else 'programs'}, "
+             f"{tiles} tiles each",
              f"  starts spread over {(start.max() - start.min()).item()} ns; kernel span (first start to last "
              f"end) {(end.max() - start.min()).item()} ns; program {stats(end - start)} ns (median, p90)",
              f"  SM clock while running: {(cyc / ns.clamp(min=1)).median().item():.2f} GHz",
