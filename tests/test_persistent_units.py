@@ -116,10 +116,11 @@ def test_without_a_tail_split_the_units_are_the_grids_programs():
 
 
 class _EmulatedGluon:
-    """Stands in for the persistent tail-split kernel's JIT function on the CPU: a launch (``fn[grid](*args, **kw)``)
-    takes the runtime's arguments by the real kernel's names and runs its units as the kernel's programs would, each
-    unit from the rendered _unit: a whole unit writes its rows of ``out`` from ``final`` (the reference), a tail
-    split its partials as the kernel's _write_cols does (the split's normalized output, its base-2 LSE) for the
+    """Stands in for the persistent tail-split kernel's JIT function on the CPU (or, for a GluonKernel with pairs=2,
+    the kernel of two units a program): a launch (``fn[grid](*args, **kw)``) takes the runtime's arguments by the real
+    kernel's names and runs its units as the kernel's programs would, each unit from the rendered _unit: a whole unit
+    writes its rows of ``out`` from ``final`` (the reference), a tail split (with pairs, any split of a SPLIT_K
+    launch) its partials as the kernel's _write_cols does (the split's normalized output, its base-2 LSE) for the
     combine kernel. Every launch is recorded."""
 
     def __init__(self, names, f, q64, kv64, final):
@@ -133,16 +134,25 @@ class _EmulatedGluon:
         self.launches.append((grid, a))
         H, S, idx, lengths = a["num_heads"], a["num_splits"], a["idx"], a["topk_len"]
         f = _functions(self.f, lengths if a["HAS_TOPK_LEN"] else None)
+        bh = f.consts["BLOCK_H"]
         for pid in range(grid[0]):
-            for u in range(pid, a["num_units"], grid[0]):
-                t, heads0, split, lo, hi, n_tiles, _ = f._unit(torch.tensor(u), _Ptr("idx"), 0, _Ptr("len"), H, S,
-                                                               a["whole_units"], a["HAS_TOPK_LEN"])
+            # (pairs: units 2 pid and 2 pid + 1, the second past the last for an odd count: it writes nothing)
+            units = [u for u in (2 * pid, 2 * pid + 1) if u < a["num_units"]] if self.f.pairs == 2 else \
+                range(pid, a["num_units"], grid[0])
+            for u in units:
+                if self.f.pairs == 2:
+                    t, heads0, split, lo, hi, n_tiles, _ = f._unit(torch.tensor(u), _Ptr("idx"), 0, _Ptr("len"), H,
+                                                                   S, a["HAS_TOPK_LEN"])
+                    tail, t_part = a["SPLIT_K"], t
+                else:
+                    t, heads0, split, lo, hi, n_tiles, _ = f._unit(torch.tensor(u), _Ptr("idx"), 0, _Ptr("len"), H,
+                                                                   S, a["whole_units"], a["HAS_TOPK_LEN"])
+                    tail, t_part = f._tail_row(torch.tensor(u), torch.tensor(t), H, a["whole_units"])
                 t, heads0, split, lo, hi = map(_i, (t, heads0, split, lo, hi))
-                tail, t_part = f._tail_row(torch.tensor(u), torch.tensor(t), H, a["whole_units"])
-                heads = range(heads0, min(heads0 + 64, H))
+                heads = range(heads0, min(heads0 + bh, H))
                 if not tail:
-                    a["out"][t, heads0:heads0 + 64] = self.final[0][t, heads0:heads0 + 64].to(a["out"].dtype)
-                    a["lse"][t, heads0:heads0 + 64] = self.final[1][t, heads0:heads0 + 64].float()
+                    a["out"][t, heads0:heads0 + bh] = self.final[0][t, heads0:heads0 + bh].to(a["out"].dtype)
+                    a["lse"][t, heads0:heads0 + bh] = self.final[1][t, heads0:heads0 + bh].float()
                     continue
                 slots = idx[t, lo:hi].long()
                 slots = slots[(slots >= 0) & (slots < a["num_slots"])]
@@ -197,5 +207,46 @@ def test_the_runtime_merges_the_tail_splits_partials_into_the_last_tokens_rows(m
     assert (grid, a["num_units"], a["whole_units"], a["num_splits"]) == ((sms,), 40 + 4 * 2, 40, 4)
     assert a["o_part"].numel() == 1 * H * 4 * 512 and a["lse_part"].numel() == 1 * H * 4
     assert rel_err(out.float(), ref) < 2e-3, rel_err(out.float(), ref)  # the tail token's rows merged too
+    fin = torch.isfinite(rlse)
+    assert torch.equal(torch.isfinite(lse), fin) and (lse[fin].double() - rlse[fin]).abs().max() < 1e-3
+
+
+@pytest.mark.parametrize("T,H,splits", [(7, 16, 1), (7, 32, 2), (4, 16, 3)])
+def test_the_runtime_launches_two_units_a_program(monkeypatch, T, H, splits):
+    # runtime/triton_backend.TritonLaunch with Config num_warps=16 (GluonKernel.pairs), on the CPU: half the units as
+    # programs (an odd count leaves the last program one), the unit count passed; with split-K the real combine kernel
+    # (interpreter) merges the emulated units' partials. Against the float64 reference on the dequantized cache.
+    from sparsemla.runtime import triton_backend as tb
+    from sparsemla.runtime.kvcache import describe_cache
+    from helpers import make_cache, reference64, rel_err
+    from sparsemla.gen.render import load_compilable_module
+    from sparsemla.gen.spec import Config
+    topk, slots = 256, 512
+    spec = KernelSpec(kv_format="fp8_e4m3", num_heads=H, topk=topk, page_size=16, arch="sm90", return_lse=True)
+    config = Config(16, 64, splits, 16, 1, gluon=True)
+    gen = torch.Generator().manual_seed(T * H + splits)
+    cache, kw, deq = make_cache("fp8_e4m3", 576, slots, 16, torch.float16, gen)
+    q = torch.randn(T, H, 576, generator=gen).half()
+    idx = torch.randint(-1, slots, (T, topk), generator=gen, dtype=torch.int32)
+    lengths = torch.randint(0, topk + 1, (T,), generator=gen, dtype=torch.int32)
+    ref, rlse = reference64(q.double(), deq.double(), idx, 576 ** -0.5, 512, topk_length=lengths)
+    unit = GluonKernel.for_config(spec, config)
+    names = load_compilable_module(unit).sparse_mla_fwd_gluon.arg_names
+    emulated = _EmulatedGluon(names, unit, q.double(), deq.double(), (ref, rlse))
+    real_load = tb.load_module
+    monkeypatch.setattr(tb, "load_module", lambda k: types.SimpleNamespace(sparse_mla_fwd_gluon=emulated)
+                        if isinstance(k, GluonKernel) else real_load(k))
+    monkeypatch.setattr(tb, "gluon_launch_options", lambda gmod: {})
+    monkeypatch.setattr(tb, "interpreting", lambda: False)  # (the combine still runs in Triton's interpreter)
+    monkeypatch.setattr(tb, "_PARTS_BF16", False)  # (the emulation writes float32 partials)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(multi_processor_count=132))
+    out = torch.full((T, H, 512), math.nan, dtype=torch.float16)
+    lse = torch.full((T, H), math.nan)
+    tb.run_triton(spec, config, q, describe_cache(cache, "fp8_e4m3", 576, 512, q_dtype=q.dtype, **kw), idx,
+                  576 ** -0.5, out, lse, topk_length=lengths)
+    (grid, a), = emulated.launches
+    units = T * -(-H // 16) * splits
+    assert (grid, a["num_units"]) == ((-(-units // 2),), units)
+    assert rel_err(out.float(), ref) < 2e-3, rel_err(out.float(), ref)
     fin = torch.isfinite(rlse)
     assert torch.equal(torch.isfinite(lse), fin) and (lse[fin].double() - rlse[fin]).abs().max() < 1e-3
