@@ -36,7 +36,8 @@ WIDE = [("A starts", 0, 11), ("A: tile 0's P.V", 11, 12), ("A: all P.V", 11, 13)
 SECOND_LOADER = [("2nd loader starts", 0, 11), ("2nd loader: tile 1 in", 11, 12), ("2nd loader: all in", 11, 13)]
 # (name, slot): sums over a program's tiles, printed per tile
 PER_TILE = [("compute: wait for stage", 16), ("compute: stage to free", 17), ("  of which S's wgmma", 24),
-            ("  softmax to P written", 25), ("loader: wait for free", 18), ("loader: free to ready", 19)]
+            ("  softmax to P written", 25), ("  turn waits (pairs)", 26), ("loader: wait for free", 18),
+            ("loader: free to ready", 19)]
 WIDE_PER_TILE = [("A: wait for P", 22)]
 SECOND_PER_TILE = [("2nd loader: wait for free", 20), ("2nd loader: free to ready", 21)]
 SLOTS = 32
