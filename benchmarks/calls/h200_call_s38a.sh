@@ -16,7 +16,7 @@ timeout 200 python3 benchmarks/calls/t1_configs.py --formats fp8,fp8_nope,fp8_ds
 echo "== pairs A/B rc=$?"; grep "^|" "$OUT/pairs_ab.log" | tail -20
 timeout 100 python3 benchmarks/calls/gluon_timeline.py --rows fp8:16:256:h16.s1.w16.st1,fp8:16:256:h16.s1.w8.st1 \
   > "$OUT/timeline.log" 2>&1
-echo "== timeline rc=$?"; grep -E "^fp8|S's wgmma|softmax to|stage to free|wait for|free to ready" "$OUT/timeline.log"
+echo "== timeline rc=$?"; grep -E "^fp8|S's wgmma|softmax to|stage to free|wait for|free to ready|turn" "$OUT/timeline.log"
 timeout 120 python3 benchmarks/gpu_correctness.py pairs > "$OUT/correct_pairs.log" 2>&1
 echo "== gpu_correctness pairs rc=$? ok=$(grep -c ' ok$' "$OUT/correct_pairs.log")"
 grep -E "FAIL|Error|error:" "$OUT/correct_pairs.log" | head -5; tail -1 "$OUT/correct_pairs.log"
