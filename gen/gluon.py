@@ -129,6 +129,9 @@ class GluonKernel:
     # takes turns with the other's on the tensor cores (S^T, then P.V), so each one's softmax runs under the
     # other's wgmmas. The kernel takes a ``num_units`` argument after ``num_splits``; its grid is half the units.
     pairs: int = 1
+    # Which of a pairs kernel's wgmma chains wait for the group's turn: "both" (S^T and P.V), "s" (S^T only) or
+    # "none" (the two units share the SM as two one-stage programs would, but in one CTA).
+    turns: str = "both"
     # Where Q is loaded: by the computing warp group once the partitions run, so the loading groups
     # start at once (True), or by its warps before the partitions start (False). None: the rule
     # measured in session 17 (benchmarks/results/session17/README.md): the computing group for an fp8
@@ -248,6 +251,9 @@ class GluonKernel:
         if self.pairs not in (1, 2) or why:  # (persistent refuses the narrow kernel above)
             raise ValueError(f"no Gluon kernel for {self.spec.key} with pairs={self.pairs}: expected 1, or 2 with "
                              f"{why or 'an fp8 cache'}")
+        if self.turns not in ("both", "s", "none"):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} with turns={self.turns!r}: expected 'both', 's' or "
+                             "'none'")
         if self.loaders == 2 and self.spec.kv_format == "auto":
             # (sessions 36-37: two gathering groups, each half of every tile's columns, 0.97-1.00x on an H100 in five
             # rows; a T=1 tile lands no sooner with 8 or 16 gathering warps than with 4. Commit 1f3eff6 has them.)
@@ -271,7 +277,7 @@ class GluonKernel:
         parts = []
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else []) + \
-                (["pp"] if self.pairs == 2 else [])
+                ([{"both": "pp", "s": "pps", "none": "ppn"}[self.turns]] if self.pairs == 2 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
                  ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("pb", self.parts_bf16),
@@ -288,7 +294,7 @@ class GluonKernel:
 
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], x=self.spec.extra_topk > 0, narrow=self.narrow,
-                    block_h=self.block_h, loaders=self.loaders, stages=self.stages, pairs=self.pairs,
+                    block_h=self.block_h, loaders=self.loaders, stages=self.stages, pairs=self.pairs, turns=self.turns,
                     q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,

@@ -1,4 +1,5 @@
 """The spec (validation, canonical key), rendering and its on-disk cache, and the KV helpers."""
+import dataclasses
 import os
 
 import pytest
@@ -191,6 +192,11 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
                     (pp, dict(kv_format="fp8_e4m3", extra_topk=64))):
         with pytest.raises(ValueError, match="Config.num_warps=16.*expected 8 or 12 unless an fp8 cache"):
             cfg.check(KernelSpec(**kw))
+    assert dataclasses.replace(unit, turns="s").key.endswith("-gluon-h16-l1-s1-pps-qc-ql")
+    assert "mbarrier.wait(turn, j & 1)" in render.render_source(dataclasses.replace(unit, turns="s"))
+    assert "mbarrier.wait(turn" not in render.render_source(dataclasses.replace(unit, turns="none"))
+    with pytest.raises(ValueError, match="turns='pv': expected 'both', 's' or 'none'"):
+        dataclasses.replace(unit, turns="pv")
     for bad in (dict(spec=KernelSpec()), dict(stages=2), dict(pairs=3)):
         with pytest.raises(ValueError, match=r"pairs=\d: expected 1, or 2 with"):
             GluonKernel(**{"spec": KernelSpec(kv_format="fp8_e4m3"), "block_h": 16, "stages": 1, "pairs": 2, **bad})
