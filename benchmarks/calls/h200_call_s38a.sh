@@ -7,13 +7,14 @@
 # in the four fp8 formats; 2) gpu_correctness.py's pairs cases (T=7: the last program's second unit empty); 3) the
 # pairs kernel with turns at S^T only and with none (gluon_variant.py, in order); 4) the profile of both configs at
 # fp8 T=256 H=16.
-#   bash benchmarks/calls/h200_call_s38a.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
+# FORMATS (default fp8,fp8_nope,fp8_ds_mla,model1) narrows step 1.
+#   bash benchmarks/calls/h200_call_s38a.sh [FORMATS]   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 check_tables
-timeout 200 python3 benchmarks/calls/t1_configs.py --formats fp8,fp8_nope,fp8_ds_mla,model1 --heads 16 \
+timeout 200 python3 benchmarks/calls/t1_configs.py --formats "${1:-fp8,fp8_nope,fp8_ds_mla,model1}" --heads 16 \
   --tokens 256 --candidates 16:1:1:16 --reps 3 > "$OUT/pairs_ab.log" 2>&1
 echo "== pairs A/B rc=$?"; grep "^|" "$OUT/pairs_ab.log" | tail -12
 timeout 100 python3 benchmarks/gpu_correctness.py pairs > "$OUT/correct_pairs.log" 2>&1
