@@ -248,6 +248,8 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
         why = _pairs_problem(self.spec, self.block_h, self.loaders, self.stages) if self.pairs == 2 else ""
+        if self.pairs == 2 and not why and not self.q_by_compute:
+            why = "q_by_compute=True (each unit's computing group loads its own Q)"
         if self.pairs not in (1, 2) or why:  # (persistent refuses the narrow kernel above)
             raise ValueError(f"no Gluon kernel for {self.spec.key} with pairs={self.pairs}: expected 1, or 2 with "
                              f"{why or 'an fp8 cache'}")

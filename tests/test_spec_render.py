@@ -197,7 +197,7 @@ def test_gluon_configs_are_checked_and_refused_where_the_kernel_cannot_run(monke
     assert "mbarrier.wait(turn" not in render.render_source(dataclasses.replace(unit, turns="none"))
     with pytest.raises(ValueError, match="turns='pv': expected 'both', 's' or 'none'"):
         dataclasses.replace(unit, turns="pv")
-    for bad in (dict(spec=KernelSpec()), dict(stages=2), dict(pairs=3)):
+    for bad in (dict(spec=KernelSpec()), dict(stages=2), dict(pairs=3), dict(q_by_compute=False)):
         with pytest.raises(ValueError, match=r"pairs=\d: expected 1, or 2 with"):
             GluonKernel(**{"spec": KernelSpec(kv_format="fp8_e4m3"), "block_h": 16, "stages": 1, "pairs": 2, **bad})
     for cfg, field, expected in ((Config(32, 64, 1, 12, 2, gluon=True), "num_warps", "8 with a bf16 cache"),
