@@ -106,7 +106,8 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
                 base = measure(spec, entry.config, b)
                 best, best_cfg, tried = base.time_us if base.ok else float("inf"), entry.config, 1
                 line = f"{key} T={b}: shipped {config_label(entry.config)} {base.time_us:.1f} us"
-                candidates = [] if remeasure else narrow_configs(spec, entry.config, b, one_stage_only, pairs_only) if narrow \
+                candidates = [] if remeasure else \
+                    narrow_configs(spec, entry.config, b, one_stage_only, pairs_only) if narrow \
                     else gluon_configs(entry.config)
                 for cfg in candidates:
                     m = measure(spec, cfg, b)

@@ -569,7 +569,8 @@ class TritonLaunch:
         fwd.per_call(_SCALE)
         # (the persistent kernel: its unit count, then with a tail split its whole units)
         pairs = config.gluon and config.num_warps == 16
-        fwd.fixed(H, S, *([grid] if persistent or pairs else []), *([self.tail_t0 * head_blocks] if tail else []), *flags)
+        fwd.fixed(H, S, *([grid] if persistent or pairs else []), *([self.tail_t0 * head_blocks] if tail else []),
+                  *flags)
         if config.gluon:  # same arguments; its tiling is fixed in its module
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "

@@ -50,7 +50,8 @@ def _init_with_prof(self, jit_fn, grid, args, constexprs, options, device):
     module = getattr(getattr(jit_fn, "fn", None), "__module__", "")
     if "_prof" in module:  # (a profile build's module name: ..._prof_<hash>)
         pairs = jit_fn.fn.__globals__.get("PAIRS")  # (GluonKernel.pairs: a row of slots per unit)
-        buf = torch.zeros(grid[0] * (pairs.value if pairs is not None else 1), SLOTS, dtype=torch.int64, device=device)
+        rows = grid[0] * (pairs.value if pairs is not None else 1)
+        buf = torch.zeros(rows, SLOTS, dtype=torch.int64, device=device)
         self.kw["prof"] = buf
         _buffers.append((module, buf))
 
