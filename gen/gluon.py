@@ -73,6 +73,11 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
     return "", ""
 
 
+def config_pairs(config) -> int:
+    """Units a program of a Gluon ``config`` runs (GluonKernel.pairs): 2 with ``num_warps=16``, else 1."""
+    return 2 if config.gluon and config.num_warps == 16 else 1
+
+
 def _pairs_problem(spec: KernelSpec, block_h: int, loaders: int, stages: int) -> str:
     """What a kernel of two units a program (num_warps=16) lacks ("" if the template has it)."""
     if spec.kv_format == "auto" or spec.extra_topk or (block_h, loaders, stages) != (16, 1, 1):
@@ -266,7 +271,7 @@ class GluonKernel:
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
                    tail_split: bool = False, pdl_wait: bool = False, parts_bf16: bool = False) -> "GluonKernel":
         return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages,
-                   pairs=2 if config.num_warps == 16 else 1, persistent=persistent, staged_out=staged_out,
+                   pairs=config_pairs(config), persistent=persistent, staged_out=staged_out,
                    tail_split=tail_split, pdl_wait=pdl_wait, parts_bf16=parts_bf16)
 
     @property

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import torch
 
-from sparsemla.gen.gluon import SYNC_FLOATS, GluonKernel, extra_splits, gluon_launch_options
+from sparsemla.gen.gluon import SYNC_FLOATS, GluonKernel, config_pairs, extra_splits, gluon_launch_options
 from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
@@ -456,7 +456,7 @@ def parts_bf16_for(config: Config, T: int, num_heads: int) -> bool:
 def gluon_programs(config: Config, units: int) -> int:
     """The programs of a non-persistent Gluon launch of ``units`` units (token, head block, split): two a program
     with ``num_warps=16`` (GluonKernel.pairs), else one."""
-    return -(-units // 2) if config.gluon and config.num_warps == 16 else units
+    return -(-units // config_pairs(config))
 
 
 def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dict:
@@ -567,10 +567,9 @@ class TritonLaunch:
             else:
                 fwd.per_call(_Q)
         fwd.per_call(_SCALE)
-        # (the persistent kernel: its unit count, then with a tail split its whole units)
-        pairs = config.gluon and config.num_warps == 16
-        fwd.fixed(H, S, *([grid] if persistent or pairs else []), *([self.tail_t0 * head_blocks] if tail else []),
-                  *flags)
+        # (the persistent and the pairs kernels: their unit count, then with a tail split the whole units)
+        fwd.fixed(H, S, *([grid] if persistent or config_pairs(config) > 1 else []),
+                  *([self.tail_t0 * head_blocks] if tail else []), *flags)
         if config.gluon:  # same arguments; its tiling is fixed in its module
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
