@@ -169,14 +169,42 @@ class _EmulatedGluon:
                         a["lse_part"][part] = -math.inf
 
 
+def _run_emulated(monkeypatch, spec, config, unit, q, kv64, view, idx, lengths, sms):
+    """runtime/triton_backend.run_triton on the CPU with ``unit``'s Gluon kernel emulated (_EmulatedGluon, from the
+    float64 reference on ``kv64``, the dequantized cache) and the real combine kernel in Triton's interpreter:
+    (the emulated kernel, with its launches; out; lse; the reference's output and LSE)."""
+    from sparsemla.runtime import triton_backend as tb
+    from helpers import reference64
+    from sparsemla.gen.render import load_compilable_module
+    ref, rlse = reference64(q.double(), kv64, idx, 576 ** -0.5, 512, topk_length=lengths)
+    names = load_compilable_module(unit).sparse_mla_fwd_gluon.arg_names
+    emulated = _EmulatedGluon(names, unit, q.double(), kv64, (ref, rlse))
+    real_load = tb.load_module
+    monkeypatch.setattr(tb, "load_module", lambda k: types.SimpleNamespace(sparse_mla_fwd_gluon=emulated)
+                        if isinstance(k, GluonKernel) else real_load(k))
+    monkeypatch.setattr(tb, "gluon_launch_options", lambda gmod: {})
+    monkeypatch.setattr(tb, "interpreting", lambda: False)  # (the combine still runs in Triton's interpreter)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(multi_processor_count=sms))
+    T, H = q.shape[:2]
+    out = torch.full((T, H, 512), math.nan, dtype=torch.float16)
+    lse = torch.full((T, H), math.nan)
+    tb.run_triton(spec, config, q, view, idx, 576 ** -0.5, out, lse, topk_length=lengths)
+    return emulated, out, lse, ref, rlse
+
+
+def _assert_matches(out, lse, ref, rlse):
+    from helpers import rel_err
+    assert rel_err(out.float(), ref) < 2e-3, rel_err(out.float(), ref)
+    fin = torch.isfinite(rlse)
+    assert torch.equal(torch.isfinite(lse), fin) and (lse[fin].double() - rlse[fin]).abs().max() < 1e-3
+
+
 def test_the_runtime_merges_the_tail_splits_partials_into_the_last_tokens_rows(monkeypatch):
     # runtime/triton_backend.TritonLaunch with the tail split, on the CPU: the Gluon kernel emulated (above) over the
     # arguments the runtime passes, the real combine kernel (interpreter) merging the partials into out[t0:], against
     # the float64 reference: the unit count and whole units passed, the workspace's size and the combine's rows.
     from sparsemla.runtime import triton_backend as tb
     from sparsemla.runtime.kvcache import describe_cache
-    from helpers import reference64, rel_err
-    from sparsemla.gen.render import load_compilable_module
     from sparsemla.gen.spec import Config
     T, H, topk, slots, sms = 21, 128, 256, 512, 8  # 42 units: 5 rounds of 8, then 1 token in 4 splits of a tile
     spec = KernelSpec(num_heads=H, topk=topk, arch="sm90", return_lse=True)
@@ -187,28 +215,16 @@ def test_the_runtime_merges_the_tail_splits_partials_into_the_last_tokens_rows(m
     idx = torch.randint(-1, slots, (T, topk), generator=gen, dtype=torch.int32)
     lengths = torch.randint(0, topk + 1, (T,), generator=gen, dtype=torch.int32)
     lengths[-1] = 100  # the tail token: 2 tiles over 4 splits, two of them empty
-    ref, rlse = reference64(q.double(), kv.double(), idx, 576 ** -0.5, 512, topk_length=lengths)
     unit = GluonKernel(spec, 64, persistent=True, staged_out=True, tail_split=True)
-    names = load_compilable_module(unit).sparse_mla_fwd_gluon.arg_names
-    emulated = _EmulatedGluon(names, unit, q.double(), kv.double(), (ref, rlse))
-    real_load = tb.load_module
-    monkeypatch.setattr(tb, "load_module", lambda k: types.SimpleNamespace(sparse_mla_fwd_gluon=emulated)
-                        if isinstance(k, GluonKernel) else real_load(k))
-    monkeypatch.setattr(tb, "gluon_launch_options", lambda gmod: {})
-    monkeypatch.setattr(tb, "interpreting", lambda: False)  # (the combine still runs in Triton's interpreter)
     monkeypatch.setattr(tb, "_persistent", lambda spec, config, units, device: True)
     monkeypatch.setattr(tb, "_TAIL_SPLIT", True)
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(multi_processor_count=sms))
-    out = torch.full((T, H, 512), math.nan, dtype=torch.float16)
-    lse = torch.full((T, H), math.nan)
-    tb.run_triton(spec, config, q, describe_cache(kv, "auto", 576, 512, q_dtype=q.dtype), idx, 576 ** -0.5, out, lse,
-                  topk_length=lengths)
+    emulated, out, lse, ref, rlse = _run_emulated(monkeypatch, spec, config, unit, q, kv.double(),
+                                                  describe_cache(kv, "auto", 576, 512, q_dtype=q.dtype), idx, lengths,
+                                                  sms)
     (grid, a), = emulated.launches
     assert (grid, a["num_units"], a["whole_units"], a["num_splits"]) == ((sms,), 40 + 4 * 2, 40, 4)
     assert a["o_part"].numel() == 1 * H * 4 * 512 and a["lse_part"].numel() == 1 * H * 4
-    assert rel_err(out.float(), ref) < 2e-3, rel_err(out.float(), ref)  # the tail token's rows merged too
-    fin = torch.isfinite(rlse)
-    assert torch.equal(torch.isfinite(lse), fin) and (lse[fin].double() - rlse[fin]).abs().max() < 1e-3
+    _assert_matches(out, lse, ref, rlse)  # the tail token's rows merged too
 
 
 @pytest.mark.parametrize("T,H,splits", [(7, 16, 1), (7, 32, 2), (4, 16, 3)])
@@ -218,8 +234,7 @@ def test_the_runtime_launches_two_units_a_program(monkeypatch, T, H, splits):
     # (interpreter) merges the emulated units' partials. Against the float64 reference on the dequantized cache.
     from sparsemla.runtime import triton_backend as tb
     from sparsemla.runtime.kvcache import describe_cache
-    from helpers import make_cache, reference64, rel_err
-    from sparsemla.gen.render import load_compilable_module
+    from helpers import make_cache
     from sparsemla.gen.spec import Config
     topk, slots = 256, 512
     spec = KernelSpec(kv_format="fp8_e4m3", num_heads=H, topk=topk, page_size=16, arch="sm90", return_lse=True)
@@ -229,24 +244,11 @@ def test_the_runtime_launches_two_units_a_program(monkeypatch, T, H, splits):
     q = torch.randn(T, H, 576, generator=gen).half()
     idx = torch.randint(-1, slots, (T, topk), generator=gen, dtype=torch.int32)
     lengths = torch.randint(0, topk + 1, (T,), generator=gen, dtype=torch.int32)
-    ref, rlse = reference64(q.double(), deq.double(), idx, 576 ** -0.5, 512, topk_length=lengths)
-    unit = GluonKernel.for_config(spec, config)
-    names = load_compilable_module(unit).sparse_mla_fwd_gluon.arg_names
-    emulated = _EmulatedGluon(names, unit, q.double(), deq.double(), (ref, rlse))
-    real_load = tb.load_module
-    monkeypatch.setattr(tb, "load_module", lambda k: types.SimpleNamespace(sparse_mla_fwd_gluon=emulated)
-                        if isinstance(k, GluonKernel) else real_load(k))
-    monkeypatch.setattr(tb, "gluon_launch_options", lambda gmod: {})
-    monkeypatch.setattr(tb, "interpreting", lambda: False)  # (the combine still runs in Triton's interpreter)
     monkeypatch.setattr(tb, "_PARTS_BF16", False)  # (the emulation writes float32 partials)
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(multi_processor_count=132))
-    out = torch.full((T, H, 512), math.nan, dtype=torch.float16)
-    lse = torch.full((T, H), math.nan)
-    tb.run_triton(spec, config, q, describe_cache(cache, "fp8_e4m3", 576, 512, q_dtype=q.dtype, **kw), idx,
-                  576 ** -0.5, out, lse, topk_length=lengths)
+    emulated, out, lse, ref, rlse = _run_emulated(
+        monkeypatch, spec, config, GluonKernel.for_config(spec, config), q, deq.double(),
+        describe_cache(cache, "fp8_e4m3", 576, 512, q_dtype=q.dtype, **kw), idx, lengths, 132)
     (grid, a), = emulated.launches
     units = T * -(-H // 16) * splits
     assert (grid, a["num_units"]) == ((-(-units // 2),), units)
-    assert rel_err(out.float(), ref) < 2e-3, rel_err(out.float(), ref)
-    fin = torch.isfinite(rlse)
-    assert torch.equal(torch.isfinite(lse), fin) and (lse[fin].double() - rlse[fin]).abs().max() < 1e-3
+    _assert_matches(out, lse, ref, rlse)
