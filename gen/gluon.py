@@ -60,17 +60,22 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
         if getattr(config, name) not in allowed:
             return name, (f"{allowed[0]!r}" if len(allowed) == 1 else f"one of {allowed}") + \
                 f" with gluon=True and block_h={config.block_h} (the Gluon kernel's fixed tiling)"
-    if config.num_warps == 12 and spec.kv_format == "auto":
+    if config_loaders(config) == 2 and spec.kv_format == "auto":
         return "num_warps", ("8 with a bf16 cache (two dequantizing warp groups are for fp8 caches; two gathering "
                              "ones were measured slower in session 37)")
     if config.num_warps == 16:
         why = _pairs_problem(spec, config.block_h, 1, config.num_stages)
         if why:
             return "num_warps", f"8 or 12 unless {why}"
-    why = _tiling_problem(config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages)
+    why = _tiling_problem(config.block_h, config_loaders(config), config.num_stages)
     if why:  # (FIXED holds the wide kernel to its tiling, so only the stage rule is left)
         return "num_stages", f"2 unless {why}"
     return "", ""
+
+
+def config_loaders(config) -> int:
+    """Loading (dequantizing) warp groups a program of a Gluon ``config`` has: 2 with ``num_warps=12``, else 1."""
+    return 2 if config.num_warps == 12 else 1
 
 
 def config_pairs(config) -> int:
@@ -270,7 +275,7 @@ class GluonKernel:
     @classmethod
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
                    tail_split: bool = False, pdl_wait: bool = False, parts_bf16: bool = False) -> "GluonKernel":
-        return cls(spec, config.block_h, 2 if config.num_warps == 12 else 1, config.num_stages,
+        return cls(spec, config.block_h, config_loaders(config), config.num_stages,
                    pairs=config_pairs(config), persistent=persistent, staged_out=staged_out,
                    tail_split=tail_split, pdl_wait=pdl_wait, parts_bf16=parts_bf16)
 
