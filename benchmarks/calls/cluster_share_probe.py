@@ -28,6 +28,7 @@ PROGRAMS = 128
 SHARE = 8  # programs sharing a split's rows (T=1 H=128: 8 head blocks of 16)
 ROW_BYTES = 1152  # bf16, d_qk 576
 CLUSTERS = (1, 2, 4, 8)
+MODES = {"share": 0, "multicast": 1, "multicast-rows": 2}  # the kernel's MODE
 
 KERNEL = r"""
 #include <cooperative_groups.h>
@@ -46,12 +47,23 @@ __device__ __forceinline__ unsigned peer_addr(unsigned addr, unsigned rank) {
   return out;
 }
 
-template <int C, int TILES>
+// Where 16 bytes of row r of tile t, chunk c (128 bytes, 64 bf16 columns) lie in a CTA's shared memory: the stage
+// layout ([tile][chunk][64 rows][128 bytes]), or whole rows one after another (ROWS, whole-row copies).
+template <bool ROWS>
+__device__ __forceinline__ int at(int t, int r, int c) {
+  return ROWS ? (t * 64 + r) * ROWB + c * 128 : ((t * CHUNKS + c) * 64 + r) * 128;
+}
+
+// MODE 0: each CTA gathers its 64 / C rows by cp.async and copies them into its peers (cp.async.bulk
+// .shared::cluster); MODE 1: each CTA loads its rows by bulk copies from global memory multicast to every CTA of the
+// cluster, 128 bytes a copy into the stage layout; MODE 2: the same, a whole row (1152 bytes) a copy.
+template <int C, int TILES, int MODE>
 __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(NT)
 cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long long* __restrict__ prof,
               int4* __restrict__ first, int share) {
-  extern __shared__ __align__(1024) char smem[];  // [tile][chunk][64 rows][128 bytes]
+  extern __shared__ __align__(1024) char smem[];
   __shared__ __align__(8) unsigned long long bar;
+  constexpr bool ROWS = MODE == 2;
   cg::cluster_group cluster = cg::this_cluster();
   const unsigned rank = cluster.block_rank();
   const int pid = blockIdx.x, tid = threadIdx.x, split = pid / share;
@@ -62,9 +74,9 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
     asm volatile("fence.mbarrier_init.release.cluster;");
   }
   cluster.sync();  // every CTA's barrier is initialized before a peer's copies complete on it
-  if (C > 1 && tid == 0) {  // the bytes the peers will copy in
+  if ((C > 1 || MODE > 0) && tid == 0) {  // the bytes the peers (MODE 0) or all copies (MODE 1, 2) bring in
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                 :: "r"(smem_addr(&bar)), "r"(TILES * (64 - RPC) * ROWB));
+                 :: "r"(smem_addr(&bar)), "r"(TILES * (MODE == 0 ? 64 - RPC : 64) * ROWB));
   }
   __shared__ int slots[TILES * 64];  // this CTA's rows' slot ids, loaded once (not once per 16-byte piece)
   for (int q = tid; q < TILES * RPC; q += NT) {
@@ -72,17 +84,32 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
     slots[t * 64 + r] = idx[(split * TILES + t) * 64 + r];
   }
   __syncthreads();
-  for (int p = tid; p < TILES * RPC * 72; p += NT) {  // 72 pieces of 16 bytes a row
-    const int rr = p / 72, piece = p % 72, t = rr / RPC, r = rank * RPC + rr % RPC;
-    const char* src = kv + (long long)slots[t * 64 + r] * ROWB + piece * 16;
-    char* dst = smem + ((t * CHUNKS + piece / 8) * 64 + r) * 128 + (piece % 8) * 16;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst)), "l"(src));
+  long long t_own;
+  if (MODE > 0) {
+    constexpr int PER_ROW = ROWS ? 1 : CHUNKS, BYTES = ROWB / PER_ROW;
+    const unsigned short mask = (unsigned short)((1u << C) - 1);
+    for (int p = tid; p < TILES * RPC * PER_ROW; p += NT) {
+      const int rr = p / PER_ROW, c = p % PER_ROW, t = rr / RPC, r = rank * RPC + rr % RPC;
+      const char* src = kv + (long long)slots[t * 64 + r] * ROWB + c * BYTES;
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                   "[%0], [%1], %2, [%3], %4;"
+                   :: "r"(smem_addr(smem + at<ROWS>(t, r, c))), "l"(src), "r"(BYTES), "r"(smem_addr(&bar)),
+                      "h"(mask) : "memory");
+    }
+    t_own = clock64();  // (here: when this thread's copies are issued)
+  } else {
+    for (int p = tid; p < TILES * RPC * 72; p += NT) {  // 72 pieces of 16 bytes a row
+      const int rr = p / 72, piece = p % 72, t = rr / RPC, r = rank * RPC + rr % RPC;
+      const char* src = kv + (long long)slots[t * 64 + r] * ROWB + piece * 16;
+      char* dst = smem + at<ROWS>(t, r, piece / 8) + (piece % 8) * 16;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst)), "l"(src));
+    }
+    asm volatile("cp.async.commit_group;");
+    asm volatile("cp.async.wait_all;");
+    __syncthreads();
+    t_own = clock64();
   }
-  asm volatile("cp.async.commit_group;");
-  asm volatile("cp.async.wait_all;");
-  __syncthreads();
-  const long long t_own = clock64();
-  if (C > 1) {
+  if (MODE == 0 && C > 1) {
     // the cp.async writes (generic proxy), before the bulk copies (async proxy) read them
     asm volatile("fence.proxy.async.shared::cta;");
     __syncthreads();
@@ -94,6 +121,8 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
                    :: "r"(peer_addr(src, peer)), "r"(src), "r"(RPC * 128), "r"(peer_addr(smem_addr(&bar), peer))
                    : "memory");
     }
+  }
+  if (C > 1 || MODE > 0) {
     unsigned done = 0;
     while (!done) {
       asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
@@ -104,7 +133,7 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
   // 16 bytes of every row back (the check): row r of tile t, its chunk r % 9
   for (int q = tid; q < TILES * 64; q += NT) {
     const int t = q / 64, r = q % 64, c = r % CHUNKS;
-    first[(long long)pid * TILES * 64 + q] = *(const int4*)(smem + ((t * CHUNKS + c) * 64 + r) * 128);
+    first[(long long)pid * TILES * 64 + q] = *(const int4*)(smem + at<ROWS>(t, r, c));
   }
   cluster.sync();  // no CTA leaves while a peer still copies into it
   if (tid == 0) {
@@ -120,11 +149,11 @@ HOST = r"""
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
-template <int C>
+template <int C, int MODE>
 void launch_c(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tensor first, int64_t share) {
   constexpr int TILES = 2;
   const int bytes = TILES * CHUNKS * 64 * 128;
-  auto fn = cluster_share<C, TILES>;
+  auto fn = cluster_share<C, TILES, MODE>;
   cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (C == 8) cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   fn<<<(unsigned)prof.size(0), NT, bytes, c10::cuda::getCurrentCUDAStream()>>>(
@@ -132,14 +161,25 @@ void launch_c(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Te
       (int4*)first.data_ptr(), (int)share);
 }
 
-void launch(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tensor first, int64_t share,
-            int64_t c) {
+template <int MODE>
+void launch_m(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tensor first, int64_t share,
+              int64_t c) {
   switch (c) {
-    case 1: launch_c<1>(kv, idx, prof, first, share); break;
-    case 2: launch_c<2>(kv, idx, prof, first, share); break;
-    case 4: launch_c<4>(kv, idx, prof, first, share); break;
-    case 8: launch_c<8>(kv, idx, prof, first, share); break;
+    case 1: launch_c<1, MODE>(kv, idx, prof, first, share); break;
+    case 2: launch_c<2, MODE>(kv, idx, prof, first, share); break;
+    case 4: launch_c<4, MODE>(kv, idx, prof, first, share); break;
+    case 8: launch_c<8, MODE>(kv, idx, prof, first, share); break;
     default: TORCH_CHECK(false, "cluster size ", c, ": expected 1, 2, 4 or 8");
+  }
+}
+
+void launch(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tensor first, int64_t share,
+            int64_t c, int64_t mode) {
+  switch (mode) {
+    case 0: launch_m<0>(kv, idx, prof, first, share, c); break;
+    case 1: launch_m<1>(kv, idx, prof, first, share, c); break;
+    case 2: launch_m<2>(kv, idx, prof, first, share, c); break;
+    default: TORCH_CHECK(false, "mode ", mode, ": expected 0 (share), 1 (multicast) or 2 (multicast rows)");
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -150,8 +190,8 @@ def compile_only() -> int:
     """nvcc on the kernel alone for sm_90a (every cluster size), printing ptxas's resource lines."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "probe.cu")
-        inst = "".join(f"template __global__ void cluster_share<{c}, 2>(const char*, const int*, long long*, int4*, "
-                       f"int);\n" for c in CLUSTERS)
+        inst = "".join(f"template __global__ void cluster_share<{c}, 2, {m}>(const char*, const int*, long long*, "
+                       f"int4*, int);\n" for c in CLUSTERS for m in MODES.values())
         with open(path, "w") as f:
             f.write(KERNEL + inst)
         res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-c", path,
@@ -164,6 +204,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile", action="store_true", help="nvcc the kernel for sm_90a (no GPU)")
     ap.add_argument("--sets", type=int, default=64)
+    ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {list(MODES)}")
     args = ap.parse_args()
     if args.compile:
         return compile_only()
@@ -172,7 +213,7 @@ def main() -> int:
 
     from sparsemla.gen.gpu_measure import time_calls
     decl = ("void launch(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tensor first, int64_t share, "
-            "int64_t c);")
+            "int64_t c, int64_t mode);")
     ext = load_inline("cluster_share_probe", cpp_sources=decl, cuda_sources=KERNEL + HOST, functions=["launch"],
                       extra_cuda_cflags=["-gencode=arch=compute_90a,code=sm_90a", "-O3"], verbose=False)
     dev = torch.device("cuda")
@@ -182,34 +223,35 @@ def main() -> int:
     sets = [torch.randint(0, slots, (PROGRAMS // SHARE * 2 * 64,), device=dev, generator=g, dtype=torch.int32)
             for _ in range(args.sets)]
     kv_bytes = kv.view(torch.uint8).view(slots, ROW_BYTES)
-    lines = ["| cluster | L2 bytes (MB) | own rows in (cycles) | all rows in (median) | all rows in (p90) | "
-             "kernel us | check |", "|---|---|---|---|---|---|---|"]
-    for c in CLUSTERS:
-        prof = torch.zeros(PROGRAMS, 3, dtype=torch.int64, device=dev)
-        first = torch.zeros(PROGRAMS * 2 * 64, 16, dtype=torch.uint8, device=dev)
-        try:
-            ext.launch(kv, sets[0], prof, first, SHARE, c)
+    lines = ["| mode | cluster | L2 bytes (MB) | own rows in / issued (cycles) | all rows in (median) | "
+             "all rows in (p90) | kernel us | check |", "|---|---|---|---|---|---|---|---|"]
+    slot = sets[0].long().view(PROGRAMS // SHARE, 2 * 64)
+    rows = torch.arange(2 * 64, device=dev) % 64
+    want = torch.stack([kv_bytes[slot[p // SHARE], :].gather(
+        1, ((rows % 9) * 128)[:, None] + torch.arange(16, device=dev)[None, :]) for p in range(PROGRAMS)])
+    for name in args.modes.split(","):
+        mode = MODES[name]
+        for c in CLUSTERS:
+            prof = torch.zeros(PROGRAMS, 3, dtype=torch.int64, device=dev)
+            first = torch.zeros(PROGRAMS * 2 * 64, 16, dtype=torch.uint8, device=dev)
+            try:
+                ext.launch(kv, sets[0], prof, first, SHARE, c, mode)
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001 (a probe: report whatever fails)
+                print(f"{name} cluster {c}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                return 1  # (a failed launch leaves the context unusable)
+            ok = "ok" if torch.equal(first.view(PROGRAMS, 2 * 64, 16), want) else "WRONG"
+            for s in sets[1:]:
+                ext.launch(kv, s, prof, first, SHARE, c, mode)
+            ext.launch(kv, sets[0], prof, first, SHARE, c, mode)  # (its rows last used args.sets - 1 launches ago)
             torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001 (a probe: report whatever fails)
-            print(f"cluster {c}: {type(e).__name__}: {str(e)[:300]}", flush=True)
-            continue
-        slot = sets[0].long().view(PROGRAMS // SHARE, 2 * 64)
-        rows = torch.arange(2 * 64, device=dev) % 64
-        want = torch.stack([kv_bytes[slot[p // SHARE], :].gather(
-            1, ((rows % 9) * 128)[:, None] + torch.arange(16, device=dev)[None, :]) for p in range(PROGRAMS)])
-        ok = "ok" if torch.equal(first.view(PROGRAMS, 2 * 64, 16), want) else "WRONG"
-        for s in sets[1:]:
-            ext.launch(kv, s, prof, first, SHARE, c)
-        ext.launch(kv, sets[0], prof, first, SHARE, c)  # (its rows last used args.sets - 1 launches ago)
-        torch.cuda.synchronize()
-        d = prof.double()
-        own, all_in, p90 = d[:, 1].median().item(), d[:, 2].median().item(), d[:, 2].quantile(0.9).item()
-        us = time_calls([lambda s=s: ext.launch(kv, s, prof, first, SHARE, c) for s in sets])[0]
-        l2_mb = PROGRAMS // c * 2 * 64 * ROW_BYTES / 1e6
-        line = (f"| {c} | {l2_mb:.1f} | {own:.0f} | {all_in:.0f} | {p90:.0f} | {us:.2f} | "
-                f"{ok} |")
-        print(line, flush=True)
-        lines.append(line)
+            d = prof.double()
+            own, all_in, p90 = d[:, 1].median().item(), d[:, 2].median().item(), d[:, 2].quantile(0.9).item()
+            us = time_calls([lambda s=s: ext.launch(kv, s, prof, first, SHARE, c, mode) for s in sets])[0]
+            l2_mb = PROGRAMS // c * 2 * 64 * ROW_BYTES / 1e6
+            line = f"| {name} | {c} | {l2_mb:.1f} | {own:.0f} | {all_in:.0f} | {p90:.0f} | {us:.2f} | {ok} |"
+            print(line, flush=True)
+            lines.append(line)
     print("\n" + "\n".join(lines))
     return 0
 
