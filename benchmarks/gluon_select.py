@@ -9,7 +9,7 @@ correct one wins. A Gluon winner's entry gets
 FlashInfer's do_bench time from the same process and the backend that is faster by do_bench, as
 the tuner's entries do. Merge the result with benchmarks/merge_tuned.py.
 
-  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure | --narrow [--one-stage | --pairs]] [--heads 16,32]
+  python3 benchmarks/gluon_select.py OUT_DIR [--remeasure | --narrow [--one-stage]] [--heads 16,32]
                                       [--formats model1,fp8_ds_mla] [--tokens 128,256]
   (on the GPU, after pip install .)
 
@@ -18,8 +18,7 @@ already run it, at their split count, and rewrite them with the new times. --nar
 candidates are the narrow Gluon kernel (heads as wgmma's N, 16 or 32 per program; 32 heads also as
 two 16-head programs with a bf16 cache) at the shipped split count, half and double it (and 1 from 64
 tokens up), with one loading warp group and, for fp8 caches, two; 16-head programs also with one
-stage, two programs per SM (session 16; --one-stage: only those; --pairs: only two such units a program, fp8
-caches, session 38). Specs with more than 32 heads get
+stage, two programs per SM (session 16; --one-stage: only those). Specs with more than 32 heads get
 narrow programs at T=1 only: 16 heads with 8, 16 or 32 splits (session 16), with one stage 16 or 32,
 and 32 heads with 16 or 32 splits (session 18).
 --heads, --formats, --tokens: only the specs with these head counts, KV formats (or key parts, such as
@@ -52,12 +51,7 @@ def gluon_configs(shipped: Config) -> list[Config]:
     return [Config(64, 64, n, 8, 2, gluon=True) for n in (_splits(shipped) if shipped.num_splits > 1 else [1])]
 
 
-def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_only: bool = False,
-                   pairs_only: bool = False) -> list[Config]:
-    if pairs_only:  # two one-stage 16-head units a program (fp8 caches, session 38), at the narrow split counts
-        splits = sorted(set(_splits(shipped)) | ({1} if tokens >= 64 else set()))
-        return [Config(16, 64, n, 16, 1, gluon=True) for n in splits] \
-            if spec.kv_format != "auto" and spec.num_heads <= 32 else []
+def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_only: bool = False) -> list[Config]:
     if spec.num_heads > 32:
         # At T=1, 16-head programs write a quarter of the wide kernel's partials (session 16: bf16
         # H=128 12.1 us with 16 splits against 14.4 us); with one stage two share an SM (session 17)
@@ -85,7 +79,7 @@ def narrow_configs(spec: KernelSpec, shipped: Config, tokens: int, one_stage_onl
 
 def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
          formats: set[str] | None = None, narrow: bool = False, tokens: set[int] | None = None,
-         one_stage_only: bool = False, pairs_only: bool = False) -> int:
+         one_stage_only: bool = False) -> int:
     dev = torch.device("cuda")
     gpu = gpu_dirname(torch.cuda.get_device_name(dev))
     path = Path(out_dir) / gpu / "sparse_mla.json"
@@ -106,8 +100,7 @@ def main(out_dir: str, remeasure: bool = False, heads: set[int] | None = None,
                 base = measure(spec, entry.config, b)
                 best, best_cfg, tried = base.time_us if base.ok else float("inf"), entry.config, 1
                 line = f"{key} T={b}: shipped {config_label(entry.config)} {base.time_us:.1f} us"
-                candidates = [] if remeasure else \
-                    narrow_configs(spec, entry.config, b, one_stage_only, pairs_only) if narrow \
+                candidates = [] if remeasure else narrow_configs(spec, entry.config, b, one_stage_only) if narrow \
                     else gluon_configs(entry.config)
                 for cfg in candidates:
                     m = measure(spec, cfg, b)
@@ -149,8 +142,7 @@ if __name__ == "__main__":
     ap.add_argument("--narrow", action="store_true", help="try the narrow Gluon kernel (<= 32 heads)")
     ap.add_argument("--tokens", default="", help="comma-separated bucket token counts (default: all)")
     ap.add_argument("--one-stage", action="store_true", help="with --narrow: only the one-stage candidates")
-    ap.add_argument("--pairs", action="store_true", help="with --narrow: only two one-stage units a program")
     a = ap.parse_args()
     sys.exit(main(a.out_dir, a.remeasure, {int(h) for h in a.heads.split(",") if h} or None,
                   {f for f in a.formats.split(",") if f} or None, a.narrow,
-                  {int(t) for t in a.tokens.split(",") if t} or None, a.one_stage, a.pairs))
+                  {int(t) for t in a.tokens.split(",") if t} or None, a.one_stage))

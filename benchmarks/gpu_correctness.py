@@ -5,7 +5,7 @@ cache, LSE, split-K and direct write, q rows not 16-byte aligned, each with and 
 scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
 `gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `wide`: the wide one's with 4 splits, merged by
-the combine kernel; `st1`: the narrow one-stage cases; `pairs`: those with two units a program, at T=7; `fused`: those
+the combine kernel; `st1`: the narrow one-stage cases; `fused`: those
 whose split-K partials are merged in the kernel; `empty`: many splits, most of them empty; `persistent`: the wide
 kernel at T=1100 with 128 heads, 2200 units, which the runtime runs persistent with a bf16 cache and rope on 132
 SMs and staged otherwise; `tail`: the same at T=1060 with the last round's units split (GluonKernel.tail_split,
@@ -33,20 +33,18 @@ TRITON_CASES = [(s, f, px, False, 128, 64, 8, 2) for s in (1, 4) for f in ("plai
 # The wide Gluon kernel at 128 heads, and at 32 and 16 (one 64-row block with the rest masked); the
 # narrow one (heads as wgmma's N) at 16, 32 and 24 heads (two 16-head blocks, the second half masked),
 # with one loading warp group or (fp8) two, 16-head programs with one stage (two per SM), and 128 heads
-# as eight 16-head programs (the T=1 entries of session 16) or four 32-head ones (session 18's candidate); (fp8)
-# two 16-head one-stage units a program (num_warps=16, session 38).
+# as eight 16-head programs (the T=1 entries of session 16) or four 32-head ones (session 18's candidate).
 GLUON_CASES = [(s, f, False, True, h, bh, w, st) for h, bh, w, st in (
     (128, 64, 8, 2), (32, 64, 8, 2), (16, 64, 8, 2), (16, 16, 8, 2), (32, 32, 8, 2), (24, 16, 8, 2), (16, 16, 12, 2),
-    (32, 32, 12, 2), (16, 16, 8, 1), (24, 16, 8, 1), (128, 16, 8, 2), (128, 32, 8, 2), (16, 16, 16, 1),
-    (24, 16, 16, 1)) for s in (1, 4) for f in ("plain", "sink+lse")]
+    (32, 32, 12, 2), (16, 16, 8, 1), (24, 16, 8, 1), (128, 16, 8, 2), (128, 32, 8, 2)) for s in (1, 4)
+    for f in ("plain", "sink+lse")]
 # full 64-head programs with 2 splits merge the partials in the kernel (runtime/triton_backend._fused, session 21)
 FUSED_CASES = [(2, f, False, True, h, 64, 8, 2) for h in (128, 64) for f in ("plain", "sink+lse")]
 GLUON_CASES += FUSED_CASES
 # 16-32 splits of a top-k of 256: 4 splits hold a tile, the rest write empty partials (-inf LSE) for the combine
 # (session 22: with SPREAD, measured and removed, fp8_ds_mla failed the 16-head one-stage case)
 EMPTY_CASES = [(s, f, False, True, h, bh, w, st) for s, h, bh, w, st in (
-    (32, 16, 16, 8, 1), (16, 128, 16, 8, 2), (32, 32, 64, 8, 2), (32, 16, 16, 12, 2), (32, 16, 16, 16, 1))
-    for f in ("plain", "sink+lse")]
+    (32, 16, 16, 8, 1), (16, 128, 16, 8, 2), (32, 32, 64, 8, 2), (32, 16, 16, 12, 2)) for f in ("plain", "sink+lse")]
 GLUON_CASES += EMPTY_CASES
 # the wide kernel without split-K over 2200 units (runtime/triton_backend.persistent_for, _staged_out; session 24)
 PERSISTENT_CASES = [(1, f, False, True, 128, 64, 8, 2) for f in ("plain", "sink+lse")]
@@ -63,13 +61,11 @@ if TAIL:  # (on by default; forced past SPARSEMLA_TAIL_SPLIT=0, read at import)
     import sparsemla.runtime.triton_backend as tb
     tb._TAIL_SPLIT = True
 only = [a for a in sys.argv[1:]
-        if a not in ("gluon", "narrow", "wide", "st1", "fused", "empty", "persistent", "tail", "pairs", "triton")]
-PAIRS = "pairs" in sys.argv[1:]  # (7 tokens: an odd unit count leaves the last program's second unit empty)
-TOKENS = 1100 if "persistent" in sys.argv[1:] else 1060 if TAIL else 7 if PAIRS else 6
+        if a not in ("gluon", "narrow", "wide", "st1", "fused", "empty", "persistent", "tail", "triton")]
+TOKENS = 1100 if "persistent" in sys.argv[1:] else 1060 if TAIL else 6
 kernel_cases = TRITON_CASES if "triton" in sys.argv[1:] else FUSED_CASES if "fused" in sys.argv[1:] \
     else PERSISTENT_CASES if "persistent" in sys.argv[1:] or TAIL \
     else EMPTY_CASES if "empty" in sys.argv[1:] \
-    else [c for c in GLUON_CASES + EMPTY_CASES if c[6] == 16] if PAIRS \
     else [c for c in GLUON_CASES if c[7] == 1] if "st1" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[5] < 64] if "narrow" in sys.argv[1:] \
     else [c for c in GLUON_CASES if c[5] == 64 and c[0] > 2] if "wide" in sys.argv[1:] \
@@ -78,8 +74,8 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
     if only and case not in only:
         continue
     for splits, features, px, gl, H, bh, warps, stages in kernel_cases:
-        if warps in (12, 16) and fmt == "auto":
-            continue  # two loading warp groups, or two units a program: fp8 caches only
+        if warps == 12 and fmt == "auto":
+            continue  # two loading warp groups: fp8 caches only
         gen = torch.Generator().manual_seed(hash((case, splits, features)) % (1 << 31))
         T, topk, xtopk, slots = TOKENS, 256, 64, 2048
         cache, kw, deq = make_cache(fmt, d_qk, slots, page, torch.bfloat16, gen)

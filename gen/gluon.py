@@ -9,9 +9,7 @@ Two tilings, each fixed but for the split count, chosen by ``Config.block_h`` wi
   heads its N (S^T = K Q^T, O^T = V^T P^T), so no MMA row is padding; one warp group computes, one
   gathers (bf16, cp.async) or dequantizes (fp8), or two dequantize alternate tiles
   (``num_warps=12``). With ``num_stages=1`` (session 16) a program has one stage and at most 128
-  registers per thread, so two programs share an SM and each one's waits hide under the other's work;
-  with ``num_warps=16`` (session 38, fp8 caches) those two are one program of two units, whose computing
-  groups take turns on the tensor cores.
+  registers per thread, so two programs share an SM and each one's waits hide under the other's work.
 Split-K partials are merged by the Triton module's combine kernel, or (the kernel's FUSED constexpr, chosen
 at launch by runtime/triton_backend._fused) by the last split of each token and head block to finish, which
 finds its counters SYNC_FLOATS floats before the partials.
@@ -25,9 +23,9 @@ from .spec import KernelSpec
 
 # Config fields a Config with gluon=True must hold, by block_h; num_warps: the wide kernel's
 # computing warps (an fp8 cache's kernel has a dequantizing warp group besides), the narrow kernel's
-# warps in all (4 compute, 4 or 8 load; 16: two units, each 4 compute and 4 load).
+# warps in all (4 compute, 4 or 8 load).
 _COMMON = dict(block_n=64, num_stages=2, index_prefetch=False, p_exchange=False, l2_prefetch=0)
-_NARROW = dict(_COMMON, num_warps=(8, 12, 16), num_stages=(2, 1))
+_NARROW = dict(_COMMON, num_warps=(8, 12), num_stages=(2, 1))
 FIXED = {64: dict(_COMMON, num_warps=(8,)), 32: _NARROW, 16: _NARROW}
 # float32 counters before the split-K partials in the runtime's workspace (4 per token and head block of a
 # FUSED launch: up to 8192 of them), zeroed once; every FUSED launch leaves them 0.
@@ -63,10 +61,6 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
     if config_loaders(config) == 2 and spec.kv_format == "auto":
         return "num_warps", ("8 with a bf16 cache (two dequantizing warp groups are for fp8 caches; two gathering "
                              "ones were measured slower in session 37)")
-    if config.num_warps == 16:
-        why = _pairs_problem(spec, config.block_h, 1, config.num_stages)
-        if why:
-            return "num_warps", f"8 or 12 unless {why}"
     why = _tiling_problem(config.block_h, config_loaders(config), config.num_stages)
     if why:  # (FIXED holds the wide kernel to its tiling, so only the stage rule is left)
         return "num_stages", f"2 unless {why}"
@@ -76,19 +70,6 @@ def config_problem(spec: KernelSpec, config) -> tuple[str, str]:
 def config_loaders(config) -> int:
     """Loading (dequantizing) warp groups a program of a Gluon ``config`` has: 2 with ``num_warps=12``, else 1."""
     return 2 if config.num_warps == 12 else 1
-
-
-def config_pairs(config) -> int:
-    """Units a program of a Gluon ``config`` runs (GluonKernel.pairs): 2 with ``num_warps=16``, else 1."""
-    return 2 if config.gluon and config.num_warps == 16 else 1
-
-
-def _pairs_problem(spec: KernelSpec, block_h: int, loaders: int, stages: int) -> str:
-    """What a kernel of two units a program (num_warps=16) lacks ("" if the template has it)."""
-    if spec.kv_format == "auto" or spec.extra_topk or (block_h, loaders, stages) != (16, 1, 1):
-        return ("an fp8 cache without an extra one, block_h=16 and num_stages=1 (two units a program: each its "
-                "own dequantizing and computing warp groups and one stage)")
-    return ""
 
 
 def _tiling_problem(block_h: int, loaders: int, stages: int) -> str:
@@ -134,14 +115,6 @@ class GluonKernel:
     block_h: int = 64
     loaders: int = 1  # the narrow kernel's warp groups that dequantize (fp8) or gather (bf16)
     stages: int = 2  # the narrow kernel's stages (1: two programs per SM)
-    # Units (token, head block, split) a program runs (session 38): 2 (Config num_warps=16) gives each of the two
-    # its own Q, stage, P^T and warp groups M and C, as two one-stage programs on an SM have, and its M group
-    # takes turns with the other's on the tensor cores (S^T, then P.V), so each one's softmax runs under the
-    # other's wgmmas. The kernel takes a ``num_units`` argument after ``num_splits``; its grid is half the units.
-    pairs: int = 1
-    # Which of a pairs kernel's wgmma chains wait for the group's turn: "both" (S^T and P.V), "s" (S^T only) or
-    # "none" (the two units share the SM as two one-stage programs would, but in one CTA).
-    turns: str = "both"
     # Where Q is loaded: by the computing warp group once the partitions run, so the loading groups
     # start at once (True), or by its warps before the partitions start (False). None: the rule
     # measured in session 17 (benchmarks/results/session17/README.md): the computing group for an fp8
@@ -257,15 +230,6 @@ class GluonKernel:
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key} with block_h={self.block_h}, "
                              f"loaders={self.loaders}, stages={self.stages}: expected {why}")
-        why = _pairs_problem(self.spec, self.block_h, self.loaders, self.stages) if self.pairs == 2 else ""
-        if self.pairs == 2 and not why and not self.q_by_compute:
-            why = "q_by_compute=True (each unit's computing group loads its own Q)"
-        if self.pairs not in (1, 2) or why:  # (persistent refuses the narrow kernel above)
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with pairs={self.pairs}: expected 1, or 2 with "
-                             f"{why or 'an fp8 cache'}")
-        if self.turns not in ("both", "s", "none"):
-            raise ValueError(f"no Gluon kernel for {self.spec.key} with turns={self.turns!r}: expected 'both', 's' or "
-                             "'none'")
         if self.loaders == 2 and self.spec.kv_format == "auto":
             # (sessions 36-37: two gathering groups, each half of every tile's columns, 0.97-1.00x on an H100 in five
             # rows; a T=1 tile lands no sooner with 8 or 16 gathering warps than with 4. Commit 1f3eff6 has them.)
@@ -275,9 +239,8 @@ class GluonKernel:
     @classmethod
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
                    tail_split: bool = False, pdl_wait: bool = False, parts_bf16: bool = False) -> "GluonKernel":
-        return cls(spec, config.block_h, config_loaders(config), config.num_stages,
-                   pairs=config_pairs(config), persistent=persistent, staged_out=staged_out,
-                   tail_split=tail_split, pdl_wait=pdl_wait, parts_bf16=parts_bf16)
+        return cls(spec, config.block_h, config_loaders(config), config.num_stages, persistent=persistent,
+                   staged_out=staged_out, tail_split=tail_split, pdl_wait=pdl_wait, parts_bf16=parts_bf16)
 
     @property
     def narrow(self) -> bool:
@@ -288,8 +251,7 @@ class GluonKernel:
         """What sets this variant apart, as name parts (after the spec's key and "gluon")."""
         parts = []
         if self.narrow:
-            parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else []) + \
-                ([{"both": "pp", "s": "pps", "none": "ppn"}[self.turns]] if self.pairs == 2 else [])
+            parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
                  ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("pb", self.parts_bf16),
@@ -306,8 +268,8 @@ class GluonKernel:
 
     def template_context(self) -> dict:
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], x=self.spec.extra_topk > 0, narrow=self.narrow,
-                    block_h=self.block_h, loaders=self.loaders, stages=self.stages, pairs=self.pairs, turns=self.turns,
-                    q_by_compute=self.q_by_compute, q_regs=self.q_regs,
+                    block_h=self.block_h,
+                    loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
                     ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, parts_bf16=self.parts_bf16,

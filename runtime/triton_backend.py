@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import torch
 
-from sparsemla.gen.gluon import SYNC_FLOATS, GluonKernel, config_pairs, extra_splits, gluon_launch_options
+from sparsemla.gen.gluon import SYNC_FLOATS, GluonKernel, extra_splits, gluon_launch_options
 from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
@@ -453,12 +453,6 @@ def parts_bf16_for(config: Config, T: int, num_heads: int) -> bool:
     return (_PARTS_BF16 and config.gluon and config.num_splits > 1 and not fused_for(config, T, num_heads))
 
 
-def gluon_programs(config: Config, units: int) -> int:
-    """The programs of a non-persistent Gluon launch of ``units`` units (token, head block, split): two a program
-    with ``num_warps=16`` (GluonKernel.pairs), else one."""
-    return -(-units // config_pairs(config))
-
-
 def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dict:
     """The PDL and FUSED constexprs TritonLaunch compiles a Gluon ``config`` with for ``T`` tokens on an sm90 GPU of
     ``sms`` SMs, as ``compile_module``'s ``pdl`` and ``fused`` arguments (benchmarks/compile_report.py and
@@ -466,7 +460,7 @@ def launch_constexprs(spec: KernelSpec, config: Config, T: int, sms: int) -> dic
     S, grid = config.num_splits, T * -(-spec.num_heads // config.block_h) * config.num_splits
     fused = S > 1 and fused_for(config, T, spec.num_heads)
     combine_grid = T * spec.num_heads * (spec.d_v // combine_columns(S, spec.d_v))
-    pdl = S > 1 and not fused and pdl_for(config, gluon_programs(config, grid), combine_grid, sms)
+    pdl = S > 1 and not fused and pdl_for(config, grid, combine_grid, sms)
     return dict(pdl=pdl, fused=S if fused else 0)
 
 
@@ -548,9 +542,7 @@ class TritonLaunch:
             grid = self.tail_t0 * head_blocks + parts_t * head_blocks * S  # the units
         block_dv = combine_columns(S, spec.d_v)
         combine_grid = parts_t * H * (spec.d_v // block_dv)
-        # (grid: the units; a persistent kernel's programs are at most the SMs, a pairs kernel's half the units)
-        programs = min(grid, sms) if persistent else gluon_programs(config, grid)
-        pdl = merged and not fused and _pdl(config, programs, combine_grid, q.device)
+        pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
         self.fused = fused
         self.parts_bf16 = merged and not x_splits and parts_bf16_for(config, T, H)
         # The workspace: o_part (split-K, tail split), lse_part (the same; its place also locates the
@@ -567,9 +559,8 @@ class TritonLaunch:
             else:
                 fwd.per_call(_Q)
         fwd.per_call(_SCALE)
-        # (the persistent and the pairs kernels: their unit count, then with a tail split the whole units)
-        fwd.fixed(H, S, *([grid] if persistent or config_pairs(config) > 1 else []),
-                  *([self.tail_t0 * head_blocks] if tail else []), *flags)
+        # (the persistent kernel: its unit count, then with a tail split its whole units)
+        fwd.fixed(H, S, *([grid] if persistent else []), *([self.tail_t0 * head_blocks] if tail else []), *flags)
         if config.gluon:  # same arguments; its tiling is fixed in its module
             if interpreting():
                 raise ValueError(f"Config.gluon=True for {spec.key}: the Gluon kernel runs on an sm90 GPU, "
@@ -577,6 +568,7 @@ class TritonLaunch:
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
                                                       tail_split=bool(tail), pdl_wait=_PDL_WAIT,
                                                       parts_bf16=self.parts_bf16))
+            programs = min(grid, sms) if persistent else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
                                dict(SPLIT_K=split_k, PDL=pdl, FUSED=S if fused else 0,
                                     **({"X_SPLITS": x_splits} if x_splits else {})),
@@ -590,7 +582,7 @@ class TritonLaunch:
         if (merged and not fused) or tail:
             self._combine_kernel(mod, spec, parts_t, H, S, block_dv, out, lse, attn_sink, pdl,
                                  _parts_first(combine_grid, q.device))
-            self.combine.reserve = _combine_reserve(pdl, programs, combine_grid, q.device)
+            self.combine.reserve = _combine_reserve(pdl, grid, combine_grid, q.device)
 
     def _combine_kernel(self, mod, spec, T, H, S, block_dv, out, lse, attn_sink, pdl: bool,
                         parts_first: bool) -> None:

@@ -116,11 +116,10 @@ def test_without_a_tail_split_the_units_are_the_grids_programs():
 
 
 class _EmulatedGluon:
-    """Stands in for the persistent tail-split kernel's JIT function on the CPU (or, for a GluonKernel with pairs=2,
-    the kernel of two units a program): a launch (``fn[grid](*args, **kw)``) takes the runtime's arguments by the real
-    kernel's names and runs its units as the kernel's programs would, each unit from the rendered _unit: a whole unit
-    writes its rows of ``out`` from ``final`` (the reference), a tail split (with pairs, any split of a SPLIT_K
-    launch) its partials as the kernel's _write_cols does (the split's normalized output, its base-2 LSE) for the
+    """Stands in for the persistent tail-split kernel's JIT function on the CPU: a launch (``fn[grid](*args, **kw)``)
+    takes the runtime's arguments by the real kernel's names and runs its units as the kernel's programs would, each
+    unit from the rendered _unit: a whole unit writes its rows of ``out`` from ``final`` (the reference), a tail
+    split its partials as the kernel's _write_cols does (the split's normalized output, its base-2 LSE) for the
     combine kernel. Every launch is recorded."""
 
     def __init__(self, names, f, q64, kv64, final):
@@ -134,25 +133,16 @@ class _EmulatedGluon:
         self.launches.append((grid, a))
         H, S, idx, lengths = a["num_heads"], a["num_splits"], a["idx"], a["topk_len"]
         f = _functions(self.f, lengths if a["HAS_TOPK_LEN"] else None)
-        bh = f.consts["BLOCK_H"]
         for pid in range(grid[0]):
-            # (pairs: units 2 pid and 2 pid + 1, the second past the last for an odd count: it writes nothing)
-            units = [u for u in (2 * pid, 2 * pid + 1) if u < a["num_units"]] if self.f.pairs == 2 else \
-                range(pid, a["num_units"], grid[0])
-            for u in units:
-                if self.f.pairs == 2:
-                    t, heads0, split, lo, hi, n_tiles, _ = f._unit(torch.tensor(u), _Ptr("idx"), 0, _Ptr("len"), H,
-                                                                   S, a["HAS_TOPK_LEN"])
-                    tail, t_part = a["SPLIT_K"], t
-                else:
-                    t, heads0, split, lo, hi, n_tiles, _ = f._unit(torch.tensor(u), _Ptr("idx"), 0, _Ptr("len"), H,
-                                                                   S, a["whole_units"], a["HAS_TOPK_LEN"])
-                    tail, t_part = f._tail_row(torch.tensor(u), torch.tensor(t), H, a["whole_units"])
+            for u in range(pid, a["num_units"], grid[0]):
+                t, heads0, split, lo, hi, n_tiles, _ = f._unit(torch.tensor(u), _Ptr("idx"), 0, _Ptr("len"), H, S,
+                                                               a["whole_units"], a["HAS_TOPK_LEN"])
                 t, heads0, split, lo, hi = map(_i, (t, heads0, split, lo, hi))
-                heads = range(heads0, min(heads0 + bh, H))
+                tail, t_part = f._tail_row(torch.tensor(u), torch.tensor(t), H, a["whole_units"])
+                heads = range(heads0, min(heads0 + 64, H))
                 if not tail:
-                    a["out"][t, heads0:heads0 + bh] = self.final[0][t, heads0:heads0 + bh].to(a["out"].dtype)
-                    a["lse"][t, heads0:heads0 + bh] = self.final[1][t, heads0:heads0 + bh].float()
+                    a["out"][t, heads0:heads0 + 64] = self.final[0][t, heads0:heads0 + 64].to(a["out"].dtype)
+                    a["lse"][t, heads0:heads0 + 64] = self.final[1][t, heads0:heads0 + 64].float()
                     continue
                 slots = idx[t, lo:hi].long()
                 slots = slots[(slots >= 0) & (slots < a["num_slots"])]
@@ -169,42 +159,14 @@ class _EmulatedGluon:
                         a["lse_part"][part] = -math.inf
 
 
-def _run_emulated(monkeypatch, spec, config, unit, q, kv64, view, idx, lengths, sms):
-    """runtime/triton_backend.run_triton on the CPU with ``unit``'s Gluon kernel emulated (_EmulatedGluon, from the
-    float64 reference on ``kv64``, the dequantized cache) and the real combine kernel in Triton's interpreter:
-    (the emulated kernel, with its launches; out; lse; the reference's output and LSE)."""
-    from sparsemla.runtime import triton_backend as tb
-    from helpers import reference64
-    from sparsemla.gen.render import load_compilable_module
-    ref, rlse = reference64(q.double(), kv64, idx, 576 ** -0.5, 512, topk_length=lengths)
-    names = load_compilable_module(unit).sparse_mla_fwd_gluon.arg_names
-    emulated = _EmulatedGluon(names, unit, q.double(), kv64, (ref, rlse))
-    real_load = tb.load_module
-    monkeypatch.setattr(tb, "load_module", lambda k: types.SimpleNamespace(sparse_mla_fwd_gluon=emulated)
-                        if isinstance(k, GluonKernel) else real_load(k))
-    monkeypatch.setattr(tb, "gluon_launch_options", lambda gmod: {})
-    monkeypatch.setattr(tb, "interpreting", lambda: False)  # (the combine still runs in Triton's interpreter)
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(multi_processor_count=sms))
-    T, H = q.shape[:2]
-    out = torch.full((T, H, 512), math.nan, dtype=torch.float16)
-    lse = torch.full((T, H), math.nan)
-    tb.run_triton(spec, config, q, view, idx, 576 ** -0.5, out, lse, topk_length=lengths)
-    return emulated, out, lse, ref, rlse
-
-
-def _assert_matches(out, lse, ref, rlse):
-    from helpers import rel_err
-    assert rel_err(out.float(), ref) < 2e-3, rel_err(out.float(), ref)
-    fin = torch.isfinite(rlse)
-    assert torch.equal(torch.isfinite(lse), fin) and (lse[fin].double() - rlse[fin]).abs().max() < 1e-3
-
-
 def test_the_runtime_merges_the_tail_splits_partials_into_the_last_tokens_rows(monkeypatch):
     # runtime/triton_backend.TritonLaunch with the tail split, on the CPU: the Gluon kernel emulated (above) over the
     # arguments the runtime passes, the real combine kernel (interpreter) merging the partials into out[t0:], against
     # the float64 reference: the unit count and whole units passed, the workspace's size and the combine's rows.
     from sparsemla.runtime import triton_backend as tb
     from sparsemla.runtime.kvcache import describe_cache
+    from helpers import reference64, rel_err
+    from sparsemla.gen.render import load_compilable_module
     from sparsemla.gen.spec import Config
     T, H, topk, slots, sms = 21, 128, 256, 512, 8  # 42 units: 5 rounds of 8, then 1 token in 4 splits of a tile
     spec = KernelSpec(num_heads=H, topk=topk, arch="sm90", return_lse=True)
@@ -215,40 +177,25 @@ def test_the_runtime_merges_the_tail_splits_partials_into_the_last_tokens_rows(m
     idx = torch.randint(-1, slots, (T, topk), generator=gen, dtype=torch.int32)
     lengths = torch.randint(0, topk + 1, (T,), generator=gen, dtype=torch.int32)
     lengths[-1] = 100  # the tail token: 2 tiles over 4 splits, two of them empty
+    ref, rlse = reference64(q.double(), kv.double(), idx, 576 ** -0.5, 512, topk_length=lengths)
     unit = GluonKernel(spec, 64, persistent=True, staged_out=True, tail_split=True)
+    names = load_compilable_module(unit).sparse_mla_fwd_gluon.arg_names
+    emulated = _EmulatedGluon(names, unit, q.double(), kv.double(), (ref, rlse))
+    real_load = tb.load_module
+    monkeypatch.setattr(tb, "load_module", lambda k: types.SimpleNamespace(sparse_mla_fwd_gluon=emulated)
+                        if isinstance(k, GluonKernel) else real_load(k))
+    monkeypatch.setattr(tb, "gluon_launch_options", lambda gmod: {})
+    monkeypatch.setattr(tb, "interpreting", lambda: False)  # (the combine still runs in Triton's interpreter)
     monkeypatch.setattr(tb, "_persistent", lambda spec, config, units, device: True)
     monkeypatch.setattr(tb, "_TAIL_SPLIT", True)
-    emulated, out, lse, ref, rlse = _run_emulated(monkeypatch, spec, config, unit, q, kv.double(),
-                                                  describe_cache(kv, "auto", 576, 512, q_dtype=q.dtype), idx, lengths,
-                                                  sms)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(multi_processor_count=sms))
+    out = torch.full((T, H, 512), math.nan, dtype=torch.float16)
+    lse = torch.full((T, H), math.nan)
+    tb.run_triton(spec, config, q, describe_cache(kv, "auto", 576, 512, q_dtype=q.dtype), idx, 576 ** -0.5, out, lse,
+                  topk_length=lengths)
     (grid, a), = emulated.launches
     assert (grid, a["num_units"], a["whole_units"], a["num_splits"]) == ((sms,), 40 + 4 * 2, 40, 4)
     assert a["o_part"].numel() == 1 * H * 4 * 512 and a["lse_part"].numel() == 1 * H * 4
-    _assert_matches(out, lse, ref, rlse)  # the tail token's rows merged too
-
-
-@pytest.mark.parametrize("T,H,splits", [(7, 16, 1), (7, 32, 2), (4, 16, 3)])
-def test_the_runtime_launches_two_units_a_program(monkeypatch, T, H, splits):
-    # runtime/triton_backend.TritonLaunch with Config num_warps=16 (GluonKernel.pairs), on the CPU: half the units as
-    # programs (an odd count leaves the last program one), the unit count passed; with split-K the real combine kernel
-    # (interpreter) merges the emulated units' partials. Against the float64 reference on the dequantized cache.
-    from sparsemla.runtime import triton_backend as tb
-    from sparsemla.runtime.kvcache import describe_cache
-    from helpers import make_cache
-    from sparsemla.gen.spec import Config
-    topk, slots = 256, 512
-    spec = KernelSpec(kv_format="fp8_e4m3", num_heads=H, topk=topk, page_size=16, arch="sm90", return_lse=True)
-    config = Config(16, 64, splits, 16, 1, gluon=True)
-    gen = torch.Generator().manual_seed(T * H + splits)
-    cache, kw, deq = make_cache("fp8_e4m3", 576, slots, 16, torch.float16, gen)
-    q = torch.randn(T, H, 576, generator=gen).half()
-    idx = torch.randint(-1, slots, (T, topk), generator=gen, dtype=torch.int32)
-    lengths = torch.randint(0, topk + 1, (T,), generator=gen, dtype=torch.int32)
-    monkeypatch.setattr(tb, "_PARTS_BF16", False)  # (the emulation writes float32 partials)
-    emulated, out, lse, ref, rlse = _run_emulated(
-        monkeypatch, spec, config, GluonKernel.for_config(spec, config), q, deq.double(),
-        describe_cache(cache, "fp8_e4m3", 576, 512, q_dtype=q.dtype, **kw), idx, lengths, 132)
-    (grid, a), = emulated.launches
-    units = T * -(-H // 16) * splits
-    assert (grid, a["num_units"]) == ((-(-units // 2),), units)
-    _assert_matches(out, lse, ref, rlse)
+    assert rel_err(out.float(), ref) < 2e-3, rel_err(out.float(), ref)  # the tail token's rows merged too
+    fin = torch.isfinite(rlse)
+    assert torch.equal(torch.isfinite(lse), fin) and (lse[fin].double() - rlse[fin]).abs().max() < 1e-3

@@ -36,8 +36,7 @@ WIDE = [("A starts", 0, 11), ("A: tile 0's P.V", 11, 12), ("A: all P.V", 11, 13)
 SECOND_LOADER = [("2nd loader starts", 0, 11), ("2nd loader: tile 1 in", 11, 12), ("2nd loader: all in", 11, 13)]
 # (name, slot): sums over a program's tiles, printed per tile
 PER_TILE = [("compute: wait for stage", 16), ("compute: stage to free", 17), ("  of which S's wgmma", 24),
-            ("  softmax to P written", 25), ("  turn waits (pairs)", 26), ("loader: wait for free", 18),
-            ("loader: free to ready", 19)]
+            ("  softmax to P written", 25), ("loader: wait for free", 18), ("loader: free to ready", 19)]
 WIDE_PER_TILE = [("A: wait for P", 22)]
 SECOND_PER_TILE = [("2nd loader: wait for free", 20), ("2nd loader: free to ready", 21)]
 SLOTS = 32
@@ -49,9 +48,7 @@ def _init_with_prof(self, jit_fn, grid, args, constexprs, options, device):
     _plain_init(self, jit_fn, grid, args, constexprs, options, device)
     module = getattr(getattr(jit_fn, "fn", None), "__module__", "")
     if "_prof" in module:  # (a profile build's module name: ..._prof_<hash>)
-        pairs = jit_fn.fn.__globals__.get("PAIRS")  # (GluonKernel.pairs: a row of slots per unit)
-        rows = grid[0] * (pairs.value if pairs is not None else 1)
-        buf = torch.zeros(rows, SLOTS, dtype=torch.int64, device=device)
+        buf = torch.zeros(grid[0], SLOTS, dtype=torch.int64, device=device)
         self.kw["prof"] = buf
         _buffers.append((module, buf))
 
@@ -68,8 +65,7 @@ def report(row: str, spec: KernelSpec, cfg, module: str, st: torch.Tensor) -> st
     tiles = -(-per_split // 64)
     start, end = st[:, 15], st[:, 6]
     cyc, ns = (st[:, 5] - st[:, 0]).double(), (end - start).double()
-    lines = [f"\n{row} {config_label(cfg)} ({module}): {n} {'units' if cfg.num_warps == 16 else 'programs'}, "
-             f"{tiles} tiles each",
+    lines = [f"\n{row} {config_label(cfg)} ({module}): {n} programs, {tiles} tiles each",
              f"  starts spread over {(start.max() - start.min()).item()} ns; kernel span (first start to last "
              f"end) {(end.max() - start.min()).item()} ns; program {stats(end - start)} ns (median, p90)",
              f"  SM clock while running: {(cyc / ns.clamp(min=1)).median().item():.2f} GHz",

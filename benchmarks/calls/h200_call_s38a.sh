@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in session 39 (call 1, an H100); it needs commit 25d5c84 (GluonKernel.pairs, measured slower and removed).
 # Session 38 (any sm90 card): two units a program (Config num_warps=16, GluonKernel.pairs), whose computing groups
 # take turns on the tensor cores, against the shipped one-stage narrow fp8 entries (two programs an SM, whose S^T
 # chains overlap: session 27's profile had fp8_e4m3 T=256 H=16's S^T at 2664 cycles a tile against model1's 838,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Never run (pairs lost in session 39, call 1); it needs commit 25d5c84 (GluonKernel.pairs, since removed).
 # Prepared in session 38, to run after h200_call_s38a.sh if two units a program (Config num_warps=16,
 # GluonKernel.pairs) won there; the H200 only (it stops at once on another card): gluon_select.py --narrow --pairs at
 # T=64, 128 and 256 with 16 and 32 heads in the fp8 formats (each bucket's shipped entry against the pairs configs at
