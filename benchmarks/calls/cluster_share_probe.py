@@ -11,11 +11,15 @@ split's rows, in clusters of C (1, 2, 4 or 8) CTAs:
 - then it copies its rows of each chunk into every other CTA of the cluster, at the same offsets, by
   cp.async.bulk.shared::cluster (one copy per chunk, tile and peer; the bytes complete on the peer's mbarrier);
 - then it waits on its own mbarrier for the rest.
-With C = 1 every CTA gathers every row itself, as the kernel does now. Each CTA stamps clock64 at its start, when
-its own rows have landed, and when all rows are in. The kernel time is the median of CUDA-graph replays over 64
+With C = 1 every CTA gathers every row itself, as the kernel does now. The multicast modes (session 39: call 2
+found the gather bound by the L2 as a whole) instead load each CTA's 64 / C rows by bulk copies from global memory
+multicast to every CTA of the cluster (cp.async.bulk...multicast::cluster), 128 bytes a copy into the same layout
+("multicast") or a whole row a copy into rows laid end to end ("multicast-rows"); each CTA waits for all 64 rows on
+its own mbarrier. Each CTA stamps clock64 at its start, when its own rows have landed (multicast: when its copies
+are issued), and when all rows are in. The kernel time is the median of CUDA-graph replays over 64
 rotating index sets (rows out of L2): gen.gpu_measure's time_calls (in session 37's calls a replay held one pass over
 the sets). Every CTA writes 16 bytes of every row back, and these are checked against the cache.
-  python3 benchmarks/calls/cluster_share_probe.py             (on the GPU)
+  python3 benchmarks/calls/cluster_share_probe.py [--modes share,multicast,multicast-rows]   (on the GPU)
   python3 benchmarks/calls/cluster_share_probe.py --compile   (no GPU: nvcc -arch sm_90a on the kernel alone)
 """
 import argparse
