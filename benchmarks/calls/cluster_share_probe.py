@@ -54,7 +54,7 @@ __device__ __forceinline__ unsigned peer_addr(unsigned addr, unsigned rank) {
 // Where 16 bytes of row r of tile t, chunk c (128 bytes, 64 bf16 columns) lie in a CTA's shared memory: the stage
 // layout ([tile][chunk][64 rows][128 bytes]), or whole rows one after another (ROWS, whole-row copies).
 template <bool ROWS>
-__device__ __forceinline__ int at(int t, int r, int c) {
+__device__ __forceinline__ int row_at(int t, int r, int c) {
   return ROWS ? (t * 64 + r) * ROWB + c * 128 : ((t * CHUNKS + c) * 64 + r) * 128;
 }
 
@@ -97,7 +97,7 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
       const char* src = kv + (long long)slots[t * 64 + r] * ROWB + c * BYTES;
       asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
                    "[%0], [%1], %2, [%3], %4;"
-                   :: "r"(smem_addr(smem + at<ROWS>(t, r, c))), "l"(src), "r"(BYTES), "r"(smem_addr(&bar)),
+                   :: "r"(smem_addr(smem + row_at<ROWS>(t, r, c))), "l"(src), "r"(BYTES), "r"(smem_addr(&bar)),
                       "h"(mask) : "memory");
     }
     t_own = clock64();  // (here: when this thread's copies are issued)
@@ -105,7 +105,7 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
     for (int p = tid; p < TILES * RPC * 72; p += NT) {  // 72 pieces of 16 bytes a row
       const int rr = p / 72, piece = p % 72, t = rr / RPC, r = rank * RPC + rr % RPC;
       const char* src = kv + (long long)slots[t * 64 + r] * ROWB + piece * 16;
-      char* dst = smem + at<ROWS>(t, r, piece / 8) + (piece % 8) * 16;
+      char* dst = smem + row_at<ROWS>(t, r, piece / 8) + (piece % 8) * 16;
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst)), "l"(src));
     }
     asm volatile("cp.async.commit_group;");
@@ -137,7 +137,7 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
   // 16 bytes of every row back (the check): row r of tile t, its chunk r % 9
   for (int q = tid; q < TILES * 64; q += NT) {
     const int t = q / 64, r = q % 64, c = r % CHUNKS;
-    first[(long long)pid * TILES * 64 + q] = *(const int4*)(smem + at<ROWS>(t, r, c));
+    first[(long long)pid * TILES * 64 + q] = *(const int4*)(smem + row_at<ROWS>(t, r, c));
   }
   cluster.sync();  // no CTA leaves while a peer still copies into it
   if (tid == 0) {
