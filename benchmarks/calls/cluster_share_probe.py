@@ -20,7 +20,7 @@ are issued), and when all rows are in. The kernel time is the median of CUDA-gra
 rotating index sets (rows out of L2): gen.gpu_measure's time_calls (in session 37's calls a replay held one pass over
 the sets). Every CTA writes 16 bytes of every row back, and these are checked against the cache.
   python3 benchmarks/calls/cluster_share_probe.py [--modes share,multicast,multicast-rows]   (on the GPU)
-  python3 benchmarks/calls/cluster_share_probe.py --compile   (no GPU: nvcc -arch sm_90a on the kernel alone)
+  python3 benchmarks/calls/cluster_share_probe.py --compile   (no GPU: nvcc for sm_90a, the kernel, then with torch)
 """
 import argparse
 import os
@@ -38,6 +38,7 @@ KERNEL = r"""
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 namespace cg = cooperative_groups;
+namespace probe {  // (the host build includes torch, whose namespaces must not meet the kernel's names)
 
 constexpr int ROWB = 1152;   // bytes a row
 constexpr int CHUNKS = 9;    // 128-byte chunks a row (64 bf16 columns)
@@ -146,6 +147,7 @@ cluster_share(const char* __restrict__ kv, const int* __restrict__ idx, long lon
     prof[pid * 3 + 2] = t_all - t0;
   }
 }
+}  // namespace probe
 """
 
 HOST = r"""
@@ -156,11 +158,11 @@ HOST = r"""
 template <int C, int MODE>
 void launch_c(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tensor first, int64_t share) {
   constexpr int TILES = 2;
-  const int bytes = TILES * CHUNKS * 64 * 128;
-  auto fn = cluster_share<C, TILES, MODE>;
+  const int bytes = TILES * probe::CHUNKS * 64 * 128;
+  auto fn = probe::cluster_share<C, TILES, MODE>;
   cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (C == 8) cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  fn<<<(unsigned)prof.size(0), NT, bytes, c10::cuda::getCurrentCUDAStream()>>>(
+  fn<<<(unsigned)prof.size(0), probe::NT, bytes, c10::cuda::getCurrentCUDAStream()>>>(
       (const char*)kv.data_ptr(), idx.data_ptr<int>(), reinterpret_cast<long long*>(prof.data_ptr<int64_t>()),
       (int4*)first.data_ptr(), (int)share);
 }
@@ -190,17 +192,47 @@ void launch(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tens
 """
 
 
+# Stand-ins for the two CUDA headers of torch's that a CPU build of torch lacks (compile_only's host build)
+HOST_STUBS = {
+    "c10/cuda/CUDAException.h": "#pragma once\n#define C10_CUDA_KERNEL_LAUNCH_CHECK() ((void)0)\n",
+    "c10/cuda/CUDAStream.h": ("#pragma once\n#include <cuda_runtime.h>\nnamespace c10 { namespace cuda {\n"
+                              "struct Stream { operator cudaStream_t() const { return 0; } };\n"
+                              "inline Stream getCurrentCUDAStream() { return {}; } } }\n"),
+}
+
+
 def compile_only() -> int:
-    """nvcc on the kernel alone for sm_90a (every cluster size), printing ptxas's resource lines."""
+    """nvcc for sm_90a on the kernel alone (every cluster size and mode), printing ptxas's resource lines; then,
+    where torch is installed, on the whole source with torch's headers (a CPU build's missing CUDA headers stood in
+    for), which catches what the host part breaks (session 39's call 3 failed there: a kernel helper named `at`)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "probe.cu")
-        inst = "".join(f"template __global__ void cluster_share<{c}, 2, {m}>(const char*, const int*, long long*, "
+        inst = "".join(f"template __global__ void probe::cluster_share<{c}, 2, {m}>(const char*, const int*, long long*, "
                        f"int4*, int);\n" for c in CLUSTERS for m in MODES.values())
         with open(path, "w") as f:
             f.write(KERNEL + inst)
-        res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-c", path,
-                              "-o", os.path.join(tmp, "probe.o")], capture_output=True, text=True)
+        nvcc = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-c", "-o", os.path.join(tmp, "probe.o")]
+        res = subprocess.run(nvcc + ["-Xptxas", "-v", path], capture_output=True, text=True)
         print(res.stdout + res.stderr)
+        if res.returncode:
+            return res.returncode
+        try:
+            import sysconfig
+
+            from torch.utils.cpp_extension import include_paths
+        except ImportError:
+            print("host part not built: no torch")
+            return 0
+        for name, text in HOST_STUBS.items():
+            os.makedirs(os.path.dirname(os.path.join(tmp, "stubs", name)), exist_ok=True)
+            with open(os.path.join(tmp, "stubs", name), "w") as f:
+                f.write(text)
+        with open(path, "w") as f:
+            f.write("#include <torch/extension.h>\n" + KERNEL + HOST)
+        incs = [os.path.join(tmp, "stubs"), sysconfig.get_paths()["include"]] + include_paths()
+        res = subprocess.run(nvcc + ["-std=c++20"] + [f"-I{d}" for d in incs] + [path], capture_output=True, text=True)
+        errors = [line for line in res.stderr.splitlines() if "error" in line]
+        print(f"host part with torch's headers: rc={res.returncode}" + "".join(f"\n  {e}" for e in errors[:5]))
         return res.returncode
 
 
