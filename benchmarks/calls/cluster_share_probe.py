@@ -23,10 +23,7 @@ the sets). Every CTA writes 16 bytes of every row back, and these are checked ag
   python3 benchmarks/calls/cluster_share_probe.py --compile   (no GPU: nvcc for sm_90a, the kernel, then with torch)
 """
 import argparse
-import os
-import subprocess
 import sys
-import tempfile
 
 PROGRAMS = 128
 SHARE = 8  # programs sharing a split's rows (T=1 H=128: 8 head blocks of 16)
@@ -192,48 +189,13 @@ void launch(torch::Tensor kv, torch::Tensor idx, torch::Tensor prof, torch::Tens
 """
 
 
-# Stand-ins for the two CUDA headers of torch's that a CPU build of torch lacks (compile_only's host build)
-HOST_STUBS = {
-    "c10/cuda/CUDAException.h": "#pragma once\n#define C10_CUDA_KERNEL_LAUNCH_CHECK() ((void)0)\n",
-    "c10/cuda/CUDAStream.h": ("#pragma once\n#include <cuda_runtime.h>\nnamespace c10 { namespace cuda {\n"
-                              "struct Stream { operator cudaStream_t() const { return 0; } };\n"
-                              "inline Stream getCurrentCUDAStream() { return {}; } } }\n"),
-}
-
-
 def compile_only() -> int:
-    """nvcc for sm_90a on the kernel alone (every cluster size and mode), printing ptxas's resource lines; then,
-    where torch is installed, on the whole source with torch's headers (a CPU build's missing CUDA headers stood in
-    for), which catches what the host part breaks (session 39's call 3 failed there: a kernel helper named `at`)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "probe.cu")
-        inst = "".join(f"template __global__ void probe::cluster_share<{c}, 2, {m}>(const char*, const int*, long long*, "
-                       f"int4*, int);\n" for c in CLUSTERS for m in MODES.values())
-        with open(path, "w") as f:
-            f.write(KERNEL + inst)
-        nvcc = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-c", "-o", os.path.join(tmp, "probe.o")]
-        res = subprocess.run(nvcc + ["-Xptxas", "-v", path], capture_output=True, text=True)
-        print(res.stdout + res.stderr)
-        if res.returncode:
-            return res.returncode
-        try:
-            import sysconfig
-
-            from torch.utils.cpp_extension import include_paths
-        except ImportError:
-            print("host part not built: no torch")
-            return 0
-        for name, text in HOST_STUBS.items():
-            os.makedirs(os.path.dirname(os.path.join(tmp, "stubs", name)), exist_ok=True)
-            with open(os.path.join(tmp, "stubs", name), "w") as f:
-                f.write(text)
-        with open(path, "w") as f:
-            f.write("#include <torch/extension.h>\n" + KERNEL + HOST)
-        incs = [os.path.join(tmp, "stubs"), sysconfig.get_paths()["include"]] + include_paths()
-        res = subprocess.run(nvcc + ["-std=c++20"] + [f"-I{d}" for d in incs] + [path], capture_output=True, text=True)
-        errors = [line for line in res.stderr.splitlines() if "error" in line]
-        print(f"host part with torch's headers: rc={res.returncode}" + "".join(f"\n  {e}" for e in errors[:5]))
-        return res.returncode
+    """nvcc for sm_90a on the kernel alone (every cluster size and mode), then on the whole source with torch's
+    headers (nvcc_check.build)."""
+    from nvcc_check import build
+    inst = "".join(f"template __global__ void probe::cluster_share<{c}, 2, {m}>(const char*, const int*, long long*, "
+                   f"int4*, int);\n" for c in CLUSTERS for m in MODES.values())
+    return build(KERNEL, inst, HOST)
 
 
 def main() -> int:
