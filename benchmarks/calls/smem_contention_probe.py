@@ -12,8 +12,9 @@ torch.utils.cpp_extension.load_inline with nvcc for sm_90a), with:
   of GAP cycles after each 4 KB ("stores");
 - the same, each store after a load ("loads+stores", as a dequantizing group reads fp8 and writes bf16);
 - a second warp group running the same chain at the same time ("two chains": the tensor cores shared).
-It prints the chain's cycles (median over the CTAs of the mean over ITERS chains) and the bytes a cycle the other
-groups moved. The operands' values do not matter to the timing (shared memory is not initialized).
+It also times the chain session 39 proposed for fp8 caches: 18 wgmmas m64n32k32 on e4m3 operands, K read once from
+the fp8 rows and Q's two e4m3 halves as 32 columns of N. It prints the chain's cycles (median over the CTAs of the
+mean over ITERS chains) and the bytes a cycle the other groups moved. The operands' values do not matter to the timing (shared memory is not initialized).
   python3 benchmarks/calls/smem_contention_probe.py [--iters 200]   (on the GPU)
   python3 benchmarks/calls/smem_contention_probe.py --compile      (no GPU: nvcc for sm_90a, the kernel, then with torch)
 """
@@ -23,6 +24,7 @@ import sys
 # (name, MODE, GAP cycles): MODE 0 alone, 1 stores, 2 loads+stores, 3 two chains
 CASES = [("alone", 0, 0), ("stores", 1, 0), ("stores", 1, 100), ("stores", 1, 300), ("stores", 1, 1000),
          ("loads+stores", 2, 0), ("loads+stores", 2, 300), ("two chains", 3, 0)]
+CASES_FP8 = [("alone", 0, 0), ("stores", 1, 0), ("stores", 1, 300), ("loads+stores", 2, 300), ("two chains", 3, 0)]
 
 KERNEL = r"""
 #include <cstdint>
@@ -31,8 +33,8 @@ namespace probe {
 
 constexpr int NT = 384;          // three warp groups
 constexpr int K_CHUNK = 8192;    // 64 rows x 128 bytes (64 bf16 columns), 128-byte swizzle
-constexpr int Q_CHUNK = 2048;    // 16 rows x 128 bytes
-constexpr int CHUNKS = 9;        // 576 columns
+constexpr int Q_CHUNK = 4096;    // 16 rows x 128 bytes (bf16), or 32 (fp8: Q's two e4m3 halves as N)
+constexpr int CHUNKS = 9;        // 576 bf16 columns (fp8: 576 e4m3 columns are 4.5 chunks)
 constexpr int TRAFFIC = 65536;   // the other groups' shared-memory region
 constexpr int SMEM = CHUNKS * (K_CHUNK + Q_CHUNK) + TRAFFIC;
 
@@ -49,9 +51,19 @@ __device__ __forceinline__ void mma(float (&d)[8], uint64_t a, uint64_t b, int a
                : "l"(a), "l"(b), "r"(acc));
 }
 
-// S^T's chain (36 wgmmas over 9 chunks of 64 columns, 4 k-steps each) ITERS times; the other warp groups move
-// bytes until the first chain group is done (MODE 1, 2) or run the chain too (MODE 3).
-template <int MODE>
+__device__ __forceinline__ void mma_fp8(float (&d)[16], uint64_t a, uint64_t b, int acc) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+               "%11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               : "l"(a), "l"(b), "r"(acc));
+}
+
+// S^T's chain ITERS times: bf16, 36 wgmmas m64n16k16 over 9 chunks of 64 columns, 4 k-steps each; or FP8, 18
+// wgmmas m64n32k32 over 576 e4m3 columns (Q's two e4m3 halves as 32 columns of N: K read once, at half the bytes).
+// The other warp groups move bytes until the first chain group is done (MODE 1, 2) or run the chain too (MODE 3).
+template <int MODE, bool FP8>
 __global__ void __launch_bounds__(NT) contend(long long* __restrict__ out, int iters, int gap) {
   extern __shared__ __align__(1024) char smem[];
   __shared__ volatile int stop;
@@ -63,12 +75,15 @@ __global__ void __launch_bounds__(NT) contend(long long* __restrict__ out, int i
   if (threadIdx.x == 0) { stop = 0; rounds = 0; }
   __syncthreads();
   if (wg == 0 || (MODE == 3 && wg == 1)) {
-    float d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float d[16] = {};
     const long long t0 = clock64();
     for (int it = 0; it < iters; ++it) {
       asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-      for (int s = 0; s < CHUNKS * 4; ++s)
-        mma(d, desc(k + (s / 4) * K_CHUNK + (s % 4) * 32), desc(q + (s / 4) * Q_CHUNK + (s % 4) * 32), s > 0);
+      for (int s = 0; s < (FP8 ? 18 : CHUNKS * 4); ++s) {  // (a k-step is 32 bytes of a row either way)
+        const uint64_t a = desc(k + (s / 4) * K_CHUNK + (s % 4) * 32), b = desc(q + (s / 4) * Q_CHUNK + (s % 4) * 32);
+        if constexpr (FP8) mma_fp8(d, a, b, s > 0);
+        else mma(reinterpret_cast<float (&)[8]>(d), a, b, s > 0);
+      }
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     }
@@ -107,20 +122,24 @@ HOST = r"""
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
-template <int MODE>
+template <int MODE, bool FP8>
 void launch_m(torch::Tensor out, int64_t iters, int64_t gap) {
-  auto fn = probe::contend<MODE>;
+  auto fn = probe::contend<MODE, FP8>;
   cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, probe::SMEM);
   fn<<<(unsigned)(out.size(0) / 4), probe::NT, probe::SMEM, c10::cuda::getCurrentCUDAStream()>>>(
       reinterpret_cast<long long*>(out.data_ptr<int64_t>()), (int)iters, (int)gap);
 }
 
-void launch(torch::Tensor out, int64_t mode, int64_t iters, int64_t gap) {
-  switch (mode) {
-    case 0: launch_m<0>(out, iters, gap); break;
-    case 1: launch_m<1>(out, iters, gap); break;
-    case 2: launch_m<2>(out, iters, gap); break;
-    case 3: launch_m<3>(out, iters, gap); break;
+void launch(torch::Tensor out, int64_t mode, int64_t fp8, int64_t iters, int64_t gap) {
+  switch (mode * 2 + (fp8 ? 1 : 0)) {
+    case 0: launch_m<0, false>(out, iters, gap); break;
+    case 1: launch_m<0, true>(out, iters, gap); break;
+    case 2: launch_m<1, false>(out, iters, gap); break;
+    case 3: launch_m<1, true>(out, iters, gap); break;
+    case 4: launch_m<2, false>(out, iters, gap); break;
+    case 5: launch_m<2, true>(out, iters, gap); break;
+    case 6: launch_m<3, false>(out, iters, gap); break;
+    case 7: launch_m<3, true>(out, iters, gap); break;
     default: TORCH_CHECK(false, "mode ", mode, ": expected 0 (alone), 1 (stores), 2 (loads+stores), 3 (two chains)");
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -132,7 +151,8 @@ def compile_only() -> int:
     """nvcc for sm_90a on the kernel alone (every mode), then on the whole source with torch's headers
     (nvcc_check.build)."""
     from nvcc_check import build
-    inst = "".join(f"template __global__ void probe::contend<{m}>(long long*, int, int);\n" for m in range(4))
+    inst = "".join(f"template __global__ void probe::contend<{m}, {f}>(long long*, int, int);\n" for m in range(4)
+                   for f in ("false", "true"))
     return build(KERNEL, inst, HOST)
 
 
@@ -147,20 +167,20 @@ def main() -> int:
     from torch.utils.cpp_extension import load_inline
 
     ext = load_inline("smem_contention_probe", cpp_sources="void launch(torch::Tensor out, int64_t mode, "
-                      "int64_t iters, int64_t gap);", cuda_sources=KERNEL + HOST, functions=["launch"],
+                      "int64_t fp8, int64_t iters, int64_t gap);", cuda_sources=KERNEL + HOST, functions=["launch"],
                       extra_cuda_cflags=["-gencode=arch=compute_90a,code=sm_90a", "-O3"], verbose=False)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    lines = ["| case | gap (cycles) | S^T chain (cycles, median) | p90 | other groups' bytes a cycle |",
-             "|---|---|---|---|---|"]
-    for name, mode, gap in CASES:
+    lines = ["| chain | case | gap (cycles) | S^T chain (cycles, median) | p90 | other groups' bytes a cycle |",
+             "|---|---|---|---|---|---|"]
+    for fp8, (name, mode, gap) in [(0, c) for c in CASES] + [(1, c) for c in CASES_FP8]:
         out = torch.zeros(sms, 4, dtype=torch.int64, device="cuda")
-        ext.launch(out, mode, 10, gap)  # (warm-up)
-        ext.launch(out, mode, args.iters, gap)
+        ext.launch(out, mode, fp8, 10, gap)  # (warm-up)
+        ext.launch(out, mode, fp8, args.iters, gap)
         torch.cuda.synchronize()
         d = out.double()
         chain = (torch.cat([d[:, 0], d[:, 1]]) if mode == 3 else d[:, 0])
         rate = "" if mode in (0, 3) else f"{(d[:, 3] / d[:, 2]).median().item():.1f}"
-        line = (f"| {name} | {gap} | {chain.median().item():.0f} | {chain.quantile(0.9).item():.0f} | "
+        line = (f"| {'fp8 n32k32' if fp8 else 'bf16 n16k16'} | {name} | {gap} | {chain.median().item():.0f} | {chain.quantile(0.9).item():.0f} | "
                 f"{rate} |")
         print(line, flush=True)
         lines.append(line)
