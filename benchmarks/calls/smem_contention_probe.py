@@ -4,19 +4,20 @@ fp8 T=256 H=16 profiles show?
 Session 27's profile had fp8_e4m3's S^T at ~2700-2900 cycles a tile and model1's at ~840, in kernels whose S^T is
 the same 36 wgmmas (m64n16k16, K from a 128-byte-swizzled stage of 64 rows x 576 bf16, Q's 16 heads as N). Session
 39's pairs kernel, whose computing groups took turns on the tensor cores, did not shorten it, so the tensor cores
-are not what the programs contend for. The guess is shared memory's bandwidth: fp8_e4m3's group C writes its stage
-at twice model1's rate. This probe times that chain in one CTA an SM (CUDA C++, built on the GPU machine by
+are not what the programs contend for. A candidate is shared memory's bandwidth: fp8_e4m3's group C writes its bf16
+stage at twice model1's rate. This probe times that chain in one CTA an SM (CUDA C++, built on the GPU machine by
 torch.utils.cpp_extension.load_inline with nvcc for sm_90a), with:
 - nothing else running ("alone");
 - two more warp groups storing 16 bytes a thread into 64 KB of shared memory, as fast as they can or with a pause
-  of GAP cycles after each 4 KB ("stores");
-- the same, each store after a load ("loads+stores", as a dequantizing group reads fp8 and writes bf16);
-- a second warp group running the same chain at the same time ("two chains": the tensor cores shared).
-It also times the chain session 39 proposed for fp8 caches: 18 wgmmas m64n32k32 on e4m3 operands, K read once from
-the fp8 rows and Q's two e4m3 halves as 32 columns of N. It prints the chain's cycles (median over the CTAs of the
-mean over ITERS chains) and the bytes a cycle the other groups moved. The operands' values do not matter to the timing (shared memory is not initialized).
+  of GAP cycles after each 4 KB ("stores", as group C writes its stage);
+- the same, each store after a 4-byte load ("loads+stores");
+- a second warp group running the same chain at the same time ("two chains": tensor cores and operand reads shared).
+It also times an fp8 S^T chain (DEVELOPERS.md): 18 wgmmas m64n32k32 on e4m3 operands, K's 576 bytes a row read
+once and Q's two e4m3 halves as 32 columns of N. It prints the chain's cycles (median over the CTAs of the mean over
+ITERS chains) and the bytes a cycle the other groups moved. The operands' values do not matter to the timing
+(shared memory is not initialized).
   python3 benchmarks/calls/smem_contention_probe.py [--iters 200]   (on the GPU)
-  python3 benchmarks/calls/smem_contention_probe.py --compile      (no GPU: nvcc for sm_90a, the kernel, then with torch)
+  python3 benchmarks/calls/smem_contention_probe.py --compile   (no GPU: nvcc for sm_90a, the kernel, then with torch)
 """
 import argparse
 import sys
@@ -180,8 +181,8 @@ def main() -> int:
         d = out.double()
         chain = (torch.cat([d[:, 0], d[:, 1]]) if mode == 3 else d[:, 0])
         rate = "" if mode in (0, 3) else f"{(d[:, 3] / d[:, 2]).median().item():.1f}"
-        line = (f"| {'fp8 n32k32' if fp8 else 'bf16 n16k16'} | {name} | {gap} | {chain.median().item():.0f} | {chain.quantile(0.9).item():.0f} | "
-                f"{rate} |")
+        line = (f"| {'fp8 n32k32' if fp8 else 'bf16 n16k16'} | {name} | {gap} | {chain.median().item():.0f} | "
+                f"{chain.quantile(0.9).item():.0f} | {rate} |")
         print(line, flush=True)
         lines.append(line)
     print("\n" + "\n".join(lines))
