@@ -127,11 +127,13 @@ template <int MODE, bool FP8>
 void launch_m(torch::Tensor out, int64_t iters, int64_t gap) {
   auto fn = probe::contend<MODE, FP8>;
   cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, probe::SMEM);
-  fn<<<(unsigned)(out.size(0) / 4), probe::NT, probe::SMEM, c10::cuda::getCurrentCUDAStream()>>>(
+  fn<<<(unsigned)out.size(0), probe::NT, probe::SMEM, c10::cuda::getCurrentCUDAStream()>>>(
       reinterpret_cast<long long*>(out.data_ptr<int64_t>()), (int)iters, (int)gap);
 }
 
 void launch(torch::Tensor out, int64_t mode, int64_t fp8, int64_t iters, int64_t gap) {
+  TORCH_CHECK(out.dim() == 2 && out.size(1) == 4 && out.scalar_type() == torch::kInt64 && out.is_contiguous(),
+              "out: expected a contiguous int64 tensor [CTAs, 4]");
   switch (mode * 2 + (fp8 ? 1 : 0)) {
     case 0: launch_m<0, false>(out, iters, gap); break;
     case 1: launch_m<0, true>(out, iters, gap); break;
