@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Ran in session 39 (calls 3-4, an H100; its H200 part did not run). Session 39's call 2 (gather_probe.py with 128
-# down to 16 programs, an H100) found the T=1 gather bound by the L2 as a whole: a program's two tiles land in 6.9K cycles with 128 programs, 2.7K with 16. So one L2 read for
-# the 8 head blocks of a split could pay: cluster_share_probe.py's multicast modes (new) load each CTA's share of the
-# rows by bulk copies from global memory multicast to every CTA of its cluster (cp.async.bulk...multicast::cluster;
-# 128 bytes a copy into the stage layout, or whole 1152-byte rows), against the cp.async gather (share, cluster 1).
-# Any sm90 card. Then, on the H200 only, h200_call_s36f.sh's wide split-K rows (LIMIT_S, default 330).
+# down to 16 programs, an H100) found the T=1 gather bound by the L2 as a whole: a program's two tiles land in 6.9K
+# cycles with 128 programs, 2.7K with 16. So one L2 read for the 8 head blocks of a split could pay:
+# cluster_share_probe.py's multicast modes (new) load each CTA's share of the rows by bulk copies from global memory
+# multicast to every CTA of its cluster (cp.async.bulk...multicast::cluster; 128 bytes a copy into the stage layout,
+# or whole 1152-byte rows), against the cp.async gather (share, cluster 1). Any sm90 card. Then, on the H200 only,
+# h200_call_s36f.sh's wide split-K rows (LIMIT_S, default 330).
 #   bash benchmarks/calls/h200_call_s39a.sh [LIMIT_S]   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
