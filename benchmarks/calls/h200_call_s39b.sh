@@ -11,10 +11,6 @@ export PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 timeout 120 python3 benchmarks/calls/smem_contention_probe.py > "$OUT/smem_contention.log" 2>&1
 echo "== smem_contention_probe rc=$?"; grep "^| [a-z]\|Error\|error" "$OUT/smem_contention.log" | tail -10
-if [[ "$gpu" == *H200* ]]; then
-  check_tables
-  select_into t16_h64 240 --tokens 16 --heads 64 --formats auto
-  merged_tables t16_h64
-  bench_within 150 "$TABLES" "bf16 64 16" "bf16_nope 64 16"
-fi
+# (h200_call_s37c.sh packs $OUT, the probe's log with its own)
+[[ "$gpu" == *H200* ]] && exec bash benchmarks/calls/h200_call_s37c.sh
 pack_out
