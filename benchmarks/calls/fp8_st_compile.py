@@ -6,6 +6,7 @@ and h + 16 of S^T are summed by whoever reads it. Triton 3.6 and 3.9 compile it 
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental import gluon
+from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
 
@@ -40,11 +41,15 @@ def fp8_st(k_ptr, q_ptr, out_ptr):
     co = gl.arange(0, 32, layout=gl.SliceLayout(0, OL))
     gl.store(out_ptr + ro[:, None] * 32 + co[None, :], gl.convert_layout(s, OL))
 
-from triton.experimental.gluon._runtime import GluonASTSource
-src = GluonASTSource(fn=fp8_st, signature={"k_ptr": "*fp8e4nv", "q_ptr": "*fp8e4nv", "out_ptr": "*fp32"},
-                                constexprs={})
-k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-ptx = k.asm["ptx"]
-print("wgmma e4m3 lines:", sum("wgmma.mma_async" in l and "e4m3" in l for l in ptx.splitlines()),
-      [l.strip() for l in ptx.splitlines() if "wgmma.mma_async" in l][:1])
-print("shared memory:", k.metadata.shared, "bytes")
+
+def main() -> None:
+    src = GluonASTSource(fn=fp8_st, signature={"k_ptr": "*fp8e4nv", "q_ptr": "*fp8e4nv", "out_ptr": "*fp32"},
+                         constexprs={})
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    mmas = [line.strip() for line in k.asm["ptx"].splitlines() if "wgmma.mma_async" in line]
+    print("wgmma e4m3 lines:", sum("e4m3" in m for m in mmas), mmas[:1])
+    print("shared memory:", k.metadata.shared, "bytes")
+
+
+if __name__ == "__main__":
+    main()
