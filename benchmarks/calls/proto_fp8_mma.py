@@ -147,11 +147,18 @@ def _store_chunk(x, kn8, vt8, c: gl.constexpr):
 
 
 @gluon.jit
-def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, bars):
+def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, bars, C_LAYOUT: gl.constexpr):
     """Loads each tile's e4m3 bytes into registers, then (once the stage is free) stores them as K and as V^T."""
-    # A thread's 4 keys x 4 columns: 4-byte loads and K stores, and 4-byte V^T stores of 4 keys after a transpose
-    # in registers; a warp covers 16 keys x 32 columns (a 32-byte sector of each row).
-    LC: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [4, 1], [1, 0])
+    # The layout of a 64-column chunk [keys, columns] in C's registers (C_LAYOUT, the variants timed): a thread's
+    # keys x columns are its K stores' rows and its V^T stores' vector after a transpose in registers.
+    if C_LAYOUT == 0:  # 4 x 4: 4-byte loads, K and V^T stores; a warp covers 16 keys x 32 columns
+        LC: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [4, 1], [1, 0])
+    elif C_LAYOUT == 1:  # 4 x 4, a warp 32 keys x 16 columns
+        LC: gl.constexpr = gl.BlockedLayout([4, 4], [8, 4], [4, 1], [1, 0])
+    elif C_LAYOUT == 2:  # 4 x 8: 8-byte loads and K stores; a warp 16 keys x 64 columns
+        LC: gl.constexpr = gl.BlockedLayout([4, 8], [4, 8], [4, 1], [1, 0])
+    else:  # 8 x 4: 8-byte V^T stores; a warp 64 keys x 16 columns
+        LC: gl.constexpr = gl.BlockedLayout([8, 4], [8, 4], [1, 4], [1, 0])
     LP: gl.constexpr = gl.BlockedLayout([1, 2], [8, 4], [4, 1], [1, 0])  # L2 prefetch: a thread per 128-B line
     KEYS: gl.constexpr = gl.SliceLayout(1, LC)
     lines = gl.minimum(gl.arange(0, 8, layout=gl.SliceLayout(0, LP)) * 128, 575)  # (the row's last byte last)
@@ -194,7 +201,7 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
 
 @gluon.jit
 def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
-                  score_scale, out_scale, zero, TOPK: gl.constexpr):
+                  score_scale, out_scale, zero, TOPK: gl.constexpr, C_LAYOUT: gl.constexpr):
     t = gl.program_id(0).to(gl.int64)
     SW128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     SW64_2: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
@@ -213,36 +220,41 @@ def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     gl.warp_specialize([
         (_group_m, (q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
                     score_scale, out_scale, n_tiles, zero)),
-        (_group_c, (kv, stride_row, num_slots, idx_row, n_tiles, kn8.index(0), kr8.index(0), vt8.index(0), bias, bars)),
+        (_group_c, (kv, stride_row, num_slots, idx_row, n_tiles, kn8.index(0), kr8.index(0), vt8.index(0), bias, bars,
+                    C_LAYOUT)),
     ], [4], [LOAD_REGS])
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0):
     T = q.shape[0]
     proto_fp8_mma[(T,)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                         idx.stride(0), out, out.stride(0), out.stride(1), sm_scale * kv_scale * 1.4426950408889634,
-                        kv_scale, 0, TOPK=idx.shape[1], num_warps=4, maxnreg=128)
+                        kv_scale, 0, TOPK=idx.shape[1], C_LAYOUT=c_layout, num_warps=4, maxnreg=128)
 
 
 def compile_only() -> int:
-    """Compile for sm_90a and print its resources (no GPU)."""
+    """Compile each C_LAYOUT for sm_90a and print its resources (no GPU)."""
     import re
     from triton.backends.compiler import GPUTarget
     from sparsemla.gen.compile_check import _ptxas_resources
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
-           "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr"}
+           "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
+           "C_LAYOUT": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_mma, sig, {"TOPK": 2048}, attrs=attrs),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
-    ptx = k.asm["ptx"]
-    open("/tmp/proto_fp8_mma.ptx", "w").write(ptx)
-    open("/tmp/proto_fp8_mma.cubin", "wb").write(k.asm["cubin"])
-    mmas = [m for m in re.findall(r"wgmma.mma_async[^ ]*", ptx)]
-    print(f"Triton {triton.__version__}: smem {k.metadata.shared} B; wgmma {len(mmas)} {sorted(set(mmas))}; "
-          f"st.shared {len(re.findall(r'st.shared', ptx))}; ld.global {len(re.findall(r'ld.global', ptx))}; "
-          f"regs / spill: {_ptxas_resources(ptx, 'sm90')}")
+    for c_layout in C_LAYOUTS:
+        src = gluon._runtime.GluonASTSource(proto_fp8_mma, sig, {"TOPK": 2048, "C_LAYOUT": c_layout}, attrs=attrs)
+        k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
+        ptx = k.asm["ptx"]
+        open(f"/tmp/proto_fp8_mma{c_layout}.cubin", "wb").write(k.asm["cubin"])
+        mmas = re.findall(r"wgmma.mma_async[^ ]*", ptx)
+        print(f"Triton {triton.__version__} C_LAYOUT {c_layout}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
+              f"{sorted(set(mmas))}; st.shared {len(re.findall(r'st.shared', ptx))}; "
+              f"ld.global {len(re.findall(r'ld.global', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
     return 0
+
+
+C_LAYOUTS = (0, 2, 3)  # (1, a warp 32 keys x 16 columns, spilled 404 B)
 
 
 def main() -> int:
@@ -273,30 +285,33 @@ def main() -> int:
             q[6, :, :64] *= 1e-3
         ref = sparsemla.sparse_mla(q, cache, idx, sm_scale=sm_scale, kv_format="fp8_e4m3", backend="torch", **kw)
         shipped = sparsemla.sparse_mla(q, cache, idx, sm_scale=sm_scale, kv_format="fp8_e4m3", **kw)
-        out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
-        launch(q, u8, idx, out, sm_scale, kw["kv_scale"])
-        err = ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
         err_s = ((shipped.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
-        worst = ((out.float() - ref.float()).abs().amax() / ref.float().abs().amax()).item()
-        finite = bool(torch.isfinite(out.float()).all())
-        zero_row = float(out[3].float().abs().max()) if trial == 1 else 0.0
-        good = finite and err < 8e-3 and zero_row == 0.0
-        ok_all &= good
-        print(f"trial {trial}: rel err {err:.2e} (shipped {err_s:.2e}), max abs err / max {worst:.2e}, finite "
-              f"{finite}, all-invalid row max {zero_row} -> {'ok' if good else 'FAIL'}", flush=True)
+        for c_layout in C_LAYOUTS:
+            out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
+            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], c_layout)
+            err = ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
+            worst = ((out.float() - ref.float()).abs().amax() / ref.float().abs().amax()).item()
+            finite = bool(torch.isfinite(out.float()).all())
+            zero_row = float(out[3].float().abs().max()) if trial == 1 else 0.0
+            good = finite and err < 8e-3 and zero_row == 0.0
+            ok_all &= good
+            print(f"trial {trial} C_LAYOUT {c_layout}: rel err {err:.2e} (shipped {err_s:.2e}), max abs err / max "
+                  f"{worst:.2e}, finite {finite}, all-invalid row max {zero_row} -> {'ok' if good else 'FAIL'}",
+                  flush=True)
     sets = []
     for r in range(4):
         g = torch.Generator(device=dev).manual_seed(100 + r)
         idx = torch.randint(0, SLOTS, (T, topk), device=dev, generator=g, dtype=torch.int32)
         q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
         sets.append((q, idx, torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
-    variants = {"fp8 mma": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"]) for s in sets],
-                "shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale,
-                                                             kv_format="fp8_e4m3", out=s[2], **kw) for s in sets]}
+    variants = {f"fp8 mma C{c}": [lambda s=s, c=c: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], c)
+                                  for s in sets] for c in C_LAYOUTS}
+    variants.update({"shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale,
+                                                             kv_format="fp8_e4m3", out=s[2], **kw) for s in sets]})
     names = list(variants)
     times = {n: [] for n in names}
-    for rep in range(4):
-        for n in (names if rep % 2 == 0 else names[::-1]):
+    for rep in range(4):  # rotated orders
+        for n in names[rep:] + names[:rep]:
             times[n].append(graph_time_us(variants[n]))
     nbytes = T * topk * 576
     copy = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
@@ -304,7 +319,7 @@ def main() -> int:
     from triton.testing import do_bench
     ms = do_bench(lambda: dst.copy_(copy), warmup=25, rep=200, return_mode="median")
     copy_gbs = 2 * (1 << 30) / (ms * 1e-3) / 1e9
-    print(f"\n{torch.cuda.get_device_name()}\n| variant | us (median of 4, ABBA) | GB/s | of copy ceiling ({copy_gbs:.0f} GB/s) |"
+    print(f"\n{torch.cuda.get_device_name()}\n| variant | us (median of 4, rotated orders) | GB/s | of copy ceiling ({copy_gbs:.0f} GB/s) |"
           "\n|---|---|---|---|")
     for n in names:
         us = sorted(times[n])[2]
