@@ -36,8 +36,9 @@ BLOCK_N = gl.constexpr(64)
 BLOCK_H = gl.constexpr(16)
 D_NOPE = gl.constexpr(512)
 D_ROPE = gl.constexpr(64)
-READY = gl.constexpr(0)
+READY = gl.constexpr(0)  # K (and the scores' mask) stored; with SPLIT, V^T as well only at V_READY
 FREE = gl.constexpr(1)
+V_READY = gl.constexpr(2)
 LOAD_REGS = gl.constexpr(120)
 P_SCALE = gl.constexpr(256.0)  # P in [0, 1] times 256: its e4m3 halves keep ~8 bits down to P ~ 2^-8
 
@@ -79,7 +80,7 @@ def _load_q_halves(q, stride_qt, stride_qh, t, qn8, qr8):
 
 @gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
-             score_scale, out_scale, n_tiles, zero):
+             score_scale, out_scale, n_tiles, zero, SPLIT: gl.constexpr):
     """S^T, the softmax and O^T of every tile: the keys are wgmma's M, the heads its N."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
     # O^T's layout, and S^T's once its halves are summed (a thread's columns h and h + 16 are its own registers)
@@ -115,6 +116,8 @@ def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars
         fence_async_shared()
         _barrier()  # all four warps' P, before the warp group's wgmma reads it
         acc = acc * alpha[None, :]
+        if SPLIT:
+            mbarrier.wait(bars.index(V_READY), j & 1)
         acc = warpgroup_mma(vt8.index(z), p8.index(2 * z).permute((1, 0)), acc, is_async=True)
         acc = warpgroup_mma(vt8.index(z), p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
         acc = warpgroup_mma_wait(0, deps=[acc])
@@ -141,13 +144,18 @@ def _load_chunk(kv, row, ok, c: gl.constexpr, LC: gl.constexpr):
 
 
 @gluon.jit
-def _store_chunk(x, kn8, vt8, c: gl.constexpr):
+def _store_k(x, kn8, c: gl.constexpr):
     kn8.slice(c * 64, 64, dim=1).store(x)
+
+
+@gluon.jit
+def _store_vt(x, vt8, c: gl.constexpr):
     vt8.slice(c * 64, 64, dim=0).store(x.permute((1, 0)))
 
 
 @gluon.jit
-def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, bars, C_LAYOUT: gl.constexpr):
+def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, bars, C_LAYOUT: gl.constexpr,
+             SPLIT: gl.constexpr):
     """Loads each tile's e4m3 bytes into registers, then (once the stage is free) stores them as K and as V^T."""
     # The layout of a 64-column chunk [keys, columns] in C's registers (C_LAYOUT, the variants timed): a thread's
     # keys x columns are its K stores' rows and its V^T stores' vector after a transpose in registers.
@@ -184,24 +192,37 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
         x7 = _load_chunk(kv, row, ok, 7, LC)
         xr = _load_chunk(kv, row, ok, 8, LC)
         mbarrier.wait(bars.index(FREE), (j & 1) ^ 1, pred=j >= 1)
-        _store_chunk(x0, kn8, vt8, 0)
-        _store_chunk(x1, kn8, vt8, 1)
-        _store_chunk(x2, kn8, vt8, 2)
-        _store_chunk(x3, kn8, vt8, 3)
-        _store_chunk(x4, kn8, vt8, 4)
-        _store_chunk(x5, kn8, vt8, 5)
-        _store_chunk(x6, kn8, vt8, 6)
-        _store_chunk(x7, kn8, vt8, 7)
+        _store_k(x0, kn8, 0)
+        _store_k(x1, kn8, 1)
+        _store_k(x2, kn8, 2)
+        _store_k(x3, kn8, 3)
+        _store_k(x4, kn8, 4)
+        _store_k(x5, kn8, 5)
+        _store_k(x6, kn8, 6)
+        _store_k(x7, kn8, 7)
         kr8.store(xr)
         bias.store(gl.where(ok, 0.0, float("-inf")))
+        if SPLIT:  # M's S^T and softmax run while V^T is stored
+            fence_async_shared()
+            _barrier()
+            mbarrier.arrive(bars.index(READY))
+        _store_vt(x0, vt8, 0)
+        _store_vt(x1, vt8, 1)
+        _store_vt(x2, vt8, 2)
+        _store_vt(x3, vt8, 3)
+        _store_vt(x4, vt8, 4)
+        _store_vt(x5, vt8, 5)
+        _store_vt(x6, vt8, 6)
+        _store_vt(x7, vt8, 7)
         fence_async_shared()  # the stores, before wgmma (the async proxy) reads them
         _barrier()
-        mbarrier.arrive(bars.index(READY))
+        mbarrier.arrive(bars.index(V_READY if SPLIT else READY))
 
 
 @gluon.jit
 def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
-                  score_scale, out_scale, zero, TOPK: gl.constexpr, C_LAYOUT: gl.constexpr):
+                  score_scale, out_scale, zero, TOPK: gl.constexpr, C_LAYOUT: gl.constexpr,
+                  SPLIT: gl.constexpr):
     t = gl.program_id(0).to(gl.int64)
     SW128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     SW64_2: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
@@ -212,24 +233,26 @@ def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     qr8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_ROPE], SW64_2)
     p8 = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_H, BLOCK_N], SW64_2)
     bias = gl.allocate_shared_memory(gl.float32, [BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    bars = gl.allocate_shared_memory(gl.int64, [3, 1], mbarrier.MBarrierLayout())
     mbarrier.init(bars.index(READY), count=1)
     mbarrier.init(bars.index(FREE), count=1)
+    mbarrier.init(bars.index(V_READY), count=1)
     idx_row = idx + t * stride_it
     n_tiles = TOPK // BLOCK_N
     gl.warp_specialize([
         (_group_m, (q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
-                    score_scale, out_scale, n_tiles, zero)),
+                    score_scale, out_scale, n_tiles, zero, SPLIT)),
         (_group_c, (kv, stride_row, num_slots, idx_row, n_tiles, kn8.index(0), kr8.index(0), vt8.index(0), bias, bars,
-                    C_LAYOUT)),
+                    C_LAYOUT, SPLIT)),
     ], [4], [LOAD_REGS])
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0, split=False):
     T = q.shape[0]
     proto_fp8_mma[(T,)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                         idx.stride(0), out, out.stride(0), out.stride(1), sm_scale * kv_scale * 1.4426950408889634,
-                        kv_scale, 0, TOPK=idx.shape[1], C_LAYOUT=c_layout, num_warps=4, maxnreg=128)
+                        kv_scale, 0, TOPK=idx.shape[1], C_LAYOUT=c_layout, SPLIT=split,
+                        num_warps=4, maxnreg=128)
 
 
 def compile_only() -> int:
@@ -240,21 +263,23 @@ def compile_only() -> int:
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
-           "C_LAYOUT": "constexpr"}
+           "C_LAYOUT": "constexpr", "SPLIT": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    for c_layout in C_LAYOUTS:
-        src = gluon._runtime.GluonASTSource(proto_fp8_mma, sig, {"TOPK": 2048, "C_LAYOUT": c_layout}, attrs=attrs)
+    for c_layout, split in VARIANTS:
+        src = gluon._runtime.GluonASTSource(proto_fp8_mma, sig, {"TOPK": 2048, "C_LAYOUT": c_layout, "SPLIT": split},
+                                            attrs=attrs)
         k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
-        open(f"/tmp/proto_fp8_mma{c_layout}.cubin", "wb").write(k.asm["cubin"])
+        open(f"/tmp/proto_fp8_mma{c_layout}{int(split)}.cubin", "wb").write(k.asm["cubin"])
         mmas = re.findall(r"wgmma.mma_async[^ ]*", ptx)
-        print(f"Triton {triton.__version__} C_LAYOUT {c_layout}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
+        print(f"Triton {triton.__version__} C_LAYOUT {c_layout} SPLIT {split}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
               f"{sorted(set(mmas))}; st.shared {len(re.findall(r'st.shared', ptx))}; "
               f"ld.global {len(re.findall(r'ld.global', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
     return 0
 
 
-C_LAYOUTS = (0, 2, 3)  # (1, a warp 32 keys x 16 columns, spilled 404 B)
+# (C_LAYOUT, SPLIT): the variants checked and timed (C_LAYOUT 1, a warp 32 keys x 16 columns, spilled 404 B)
+VARIANTS = [(c, split) for split in (False, True) for c in (0, 2, 3)]
 
 
 def main() -> int:
@@ -286,16 +311,16 @@ def main() -> int:
         ref = sparsemla.sparse_mla(q, cache, idx, sm_scale=sm_scale, kv_format="fp8_e4m3", backend="torch", **kw)
         shipped = sparsemla.sparse_mla(q, cache, idx, sm_scale=sm_scale, kv_format="fp8_e4m3", **kw)
         err_s = ((shipped.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
-        for c_layout in C_LAYOUTS:
+        for c_layout, split in VARIANTS:
             out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
-            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], c_layout)
+            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], c_layout, split)
             err = ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
             worst = ((out.float() - ref.float()).abs().amax() / ref.float().abs().amax()).item()
             finite = bool(torch.isfinite(out.float()).all())
             zero_row = float(out[3].float().abs().max()) if trial == 1 else 0.0
             good = finite and err < 8e-3 and zero_row == 0.0
             ok_all &= good
-            print(f"trial {trial} C_LAYOUT {c_layout}: rel err {err:.2e} (shipped {err_s:.2e}), max abs err / max "
+            print(f"trial {trial} C{c_layout}{' split' if split else ''}: rel err {err:.2e} (shipped {err_s:.2e}), max abs err / max "
                   f"{worst:.2e}, finite {finite}, all-invalid row max {zero_row} -> {'ok' if good else 'FAIL'}",
                   flush=True)
     sets = []
@@ -304,8 +329,9 @@ def main() -> int:
         idx = torch.randint(0, SLOTS, (T, topk), device=dev, generator=g, dtype=torch.int32)
         q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
         sets.append((q, idx, torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
-    variants = {f"fp8 mma C{c}": [lambda s=s, c=c: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], c)
-                                  for s in sets] for c in C_LAYOUTS}
+    variants = {f"fp8 mma C{c}{' split' if sp else ''}":
+                [lambda s=s, c=c, sp=sp: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], c, sp) for s in sets]
+                for c, sp in VARIANTS}
     variants.update({"shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale,
                                                              kv_format="fp8_e4m3", out=s[2], **kw) for s in sets]})
     names = list(variants)
