@@ -80,7 +80,7 @@ def _load_q_halves(q, stride_qt, stride_qh, t, qn8, qr8):
 
 @gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
-             score_scale, out_scale, n_tiles, zero, SPLIT: gl.constexpr):
+             score_scale, out_scale, n_tiles, zero, SPLIT: gl.constexpr, DIAG: gl.constexpr):
     """S^T, the softmax and O^T of every tile: the keys are wgmma's M, the heads its N."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
     # O^T's layout, and S^T's once its halves are summed (a thread's columns h and h + 16 are its own registers)
@@ -118,9 +118,10 @@ def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars
         acc = acc * alpha[None, :]
         if SPLIT:
             mbarrier.wait(bars.index(V_READY), j & 1)
-        acc = warpgroup_mma(vt8.index(z), p8.index(2 * z).permute((1, 0)), acc, is_async=True)
-        acc = warpgroup_mma(vt8.index(z), p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
-        acc = warpgroup_mma_wait(0, deps=[acc])
+        if DIAG != 2:  # (DIAG 2, a timing diagnostic: no P.V)
+            acc = warpgroup_mma(vt8.index(z), p8.index(2 * z).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma(vt8.index(z), p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(0, deps=[acc])
         _barrier()
         mbarrier.arrive(bars.index(FREE))
     l_o = gl.sum(l_k, axis=0)
@@ -155,7 +156,7 @@ def _store_vt(x, vt8, c: gl.constexpr):
 
 @gluon.jit
 def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, bars, C_LAYOUT: gl.constexpr,
-             SPLIT: gl.constexpr):
+             SPLIT: gl.constexpr, DIAG: gl.constexpr):
     """Loads each tile's e4m3 bytes into registers, then (once the stage is free) stores them as K and as V^T."""
     # The layout of a 64-column chunk [keys, columns] in C's registers (C_LAYOUT, the variants timed): a thread's
     # keys x columns are its K stores' rows and its V^T stores' vector after a transpose in registers.
@@ -206,14 +207,15 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
             fence_async_shared()
             _barrier()
             mbarrier.arrive(bars.index(READY))
-        _store_vt(x0, vt8, 0)
-        _store_vt(x1, vt8, 1)
-        _store_vt(x2, vt8, 2)
-        _store_vt(x3, vt8, 3)
-        _store_vt(x4, vt8, 4)
-        _store_vt(x5, vt8, 5)
-        _store_vt(x6, vt8, 6)
-        _store_vt(x7, vt8, 7)
+        if DIAG != 1:  # (DIAG 1, a timing diagnostic: no V^T stores)
+            _store_vt(x0, vt8, 0)
+            _store_vt(x1, vt8, 1)
+            _store_vt(x2, vt8, 2)
+            _store_vt(x3, vt8, 3)
+            _store_vt(x4, vt8, 4)
+            _store_vt(x5, vt8, 5)
+            _store_vt(x6, vt8, 6)
+            _store_vt(x7, vt8, 7)
         fence_async_shared()  # the stores, before wgmma (the async proxy) reads them
         _barrier()
         mbarrier.arrive(bars.index(V_READY if SPLIT else READY))
@@ -222,7 +224,7 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
 @gluon.jit
 def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
                   score_scale, out_scale, zero, TOPK: gl.constexpr, C_LAYOUT: gl.constexpr,
-                  SPLIT: gl.constexpr):
+                  SPLIT: gl.constexpr, DIAG: gl.constexpr = 0):
     t = gl.program_id(0).to(gl.int64)
     SW128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     SW64_2: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
@@ -241,17 +243,126 @@ def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     n_tiles = TOPK // BLOCK_N
     gl.warp_specialize([
         (_group_m, (q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
-                    score_scale, out_scale, n_tiles, zero, SPLIT)),
+                    score_scale, out_scale, n_tiles, zero, SPLIT, DIAG)),
         (_group_c, (kv, stride_row, num_slots, idx_row, n_tiles, kn8.index(0), kr8.index(0), vt8.index(0), bias, bars,
-                    C_LAYOUT, SPLIT)),
+                    C_LAYOUT, SPLIT, DIAG)),
     ], [4], [LOAD_REGS])
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0, split=False):
+@gluon.jit
+def check_st(k_ptr, q_ptr, s_out, k_back, C_LAYOUT: gl.constexpr):
+    """Unit check (one warp group): K [64, 576] e4m3 bytes stored as group C stores them, Q [16, 576] bf16 as two
+    halves, S^T = K Q^T by the prototype's wgmmas (halves summed, Q's scale undone) into s_out [64, 16]; kn8 read back
+    into k_back [64, 512] (the stores' round trip)."""
+    SW128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+    SW64: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
+    S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
+    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
+    if C_LAYOUT == 0:
+        LC: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [4, 1], [1, 0])
+    else:
+        LC: gl.constexpr = gl.BlockedLayout([4, 8], [4, 8], [4, 1], [1, 0])
+    kn8 = gl.allocate_shared_memory(gl.float8e4nv, [BLOCK_N, D_NOPE], SW128)
+    kr8 = gl.allocate_shared_memory(gl.float8e4nv, [BLOCK_N, D_ROPE], SW64)
+    qn8 = gl.allocate_shared_memory(gl.float8e4nv, [2 * BLOCK_H, D_NOPE], SW128)
+    qr8 = gl.allocate_shared_memory(gl.float8e4nv, [2 * BLOCK_H, D_ROPE], SW64)
+    keys = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, LC))
+    row = keys.to(gl.int64) * 576
+    ok = keys >= 0
+    for c in gl.static_range(8):
+        _store_k(_load_chunk(k_ptr, row, ok, c, LC), kn8, c)
+    kr8.store(_load_chunk(k_ptr, row, ok, 8, LC))
+    q_unscale = _load_q_halves(q_ptr, 0, 576, 0, qn8, qr8)
+    s2 = gl.zeros([BLOCK_N, 2 * BLOCK_H], gl.float32, layout=S2_L)
+    s2 = warpgroup_mma(kn8, qn8.permute((1, 0)), s2, use_acc=False, is_async=True)
+    s2 = warpgroup_mma(kr8, qr8.permute((1, 0)), s2, is_async=True)
+    s2 = warpgroup_mma_wait(0, deps=[s2])
+    s_hi, s_lo = gl.split(gl.permute(gl.reshape(s2, [BLOCK_N, 2, BLOCK_H]), (0, 2, 1)))
+    s = gl.convert_layout(s_hi + s_lo, O_L, assert_trivial=True) * gl.convert_layout(q_unscale, gl.SliceLayout(0, O_L))[None, :]
+    r = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, O_L))
+    h = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, O_L))
+    gl.store(s_out + r[:, None] * BLOCK_H + h[None, :], s)
+    LB: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
+    rb = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, LB))
+    cb = gl.arange(0, 64, layout=gl.SliceLayout(0, LB))
+    for c in gl.static_range(8):
+        gl.store(k_back + rb[:, None] * D_NOPE + c * 64 + cb[None, :],
+                 kn8.slice(c * 64, 64, dim=1).load(LB).to(gl.uint8, bitcast=True))
+
+
+@gluon.jit
+def check_pv(v_ptr, p_ptr, o_out, v_back, C_LAYOUT: gl.constexpr):
+    """Unit check: V [64, 512] e4m3 bytes stored transposed as group C stores them, P [64, 16] float32 as two halves of
+    P x 256, O^T = V^T P^T by the prototype's wgmmas (divided by 256) into o_out [512, 16]; vt8 read back into
+    v_back [512, 64]."""
+    SW64: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
+    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
+    if C_LAYOUT == 0:
+        LC: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [4, 1], [1, 0])
+    else:
+        LC: gl.constexpr = gl.BlockedLayout([4, 8], [4, 8], [4, 1], [1, 0])
+    vt8 = gl.allocate_shared_memory(gl.float8e4nv, [D_NOPE, BLOCK_N], SW64)
+    p8 = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_H, BLOCK_N], SW64)
+    keys = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, LC))
+    row = keys.to(gl.int64) * 512
+    ok = keys >= 0
+    for c in gl.static_range(8):
+        _store_vt(_load_chunk(v_ptr, row, ok, c, LC), vt8, c)
+    r = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, O_L))
+    h = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, O_L))
+    p = gl.load(p_ptr + r[:, None] * BLOCK_H + h[None, :])
+    p_hi, p_lo = _halves(p * P_SCALE)
+    p8.index(0).store(p_hi.permute((1, 0)))
+    p8.index(1).store(p_lo.permute((1, 0)))
+    fence_async_shared()
+    _barrier()
+    acc = gl.zeros([D_NOPE, BLOCK_H], gl.float32, layout=O_L)
+    acc = warpgroup_mma(vt8, p8.index(0).permute((1, 0)), acc, use_acc=False, is_async=True)
+    acc = warpgroup_mma(vt8, p8.index(1).permute((1, 0)), acc, is_async=True)
+    acc = warpgroup_mma_wait(0, deps=[acc])
+    d = gl.arange(0, D_NOPE, layout=gl.SliceLayout(1, O_L))
+    gl.store(o_out + d[:, None] * BLOCK_H + h[None, :], acc / P_SCALE)
+    LB: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
+    db = gl.arange(0, 64, layout=gl.SliceLayout(1, LB))
+    kb = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, LB))
+    for c in gl.static_range(8):
+        gl.store(v_back + (c * 64 + db[:, None]) * BLOCK_N + kb[None, :],
+                 vt8.slice(c * 64, 64, dim=0).load(LB).to(gl.uint8, bitcast=True))
+
+
+def unit_checks() -> bool:
+    """check_st and check_pv against PyTorch on random e4m3 bytes, for each C_LAYOUT timed."""
+    dev = torch.device("cuda")
+    good = True
+    for c_layout in (0, 2):
+        k8 = (torch.randn(64, 576, device=dev) * 4).to(torch.float8_e4m3fn)
+        q = torch.randn(16, 576, device=dev).bfloat16()
+        s_out = torch.empty(64, 16, device=dev)
+        k_back = torch.empty(64, 512, device=dev, dtype=torch.uint8)
+        check_st[(1,)](k8.view(torch.uint8), q, s_out, k_back, C_LAYOUT=c_layout, num_warps=4)
+        ref = k8.float() @ q.float().t()
+        err = ((s_out - ref).norm() / ref.norm()).item()
+        rt = bool(torch.equal(k_back, k8.view(torch.uint8)[:, :512]))
+        v8 = (torch.randn(64, 512, device=dev) * 4).to(torch.float8_e4m3fn)
+        p = torch.rand(64, 16, device=dev) ** 4
+        o_out = torch.empty(512, 16, device=dev)
+        v_back = torch.empty(512, 64, device=dev, dtype=torch.uint8)
+        check_pv[(1,)](v8.view(torch.uint8), p, o_out, v_back, C_LAYOUT=c_layout, num_warps=4)
+        ref_o = v8.float().t() @ p
+        err_o = ((o_out - ref_o).norm() / ref_o.norm()).item()
+        rt_v = bool(torch.equal(v_back, v8.view(torch.uint8).t()))
+        ok = err < 1e-2 and err_o < 1e-2 and rt and rt_v
+        good &= ok
+        print(f"unit C{c_layout}: S^T rel err {err:.2e}, K round trip {rt}; O^T rel err {err_o:.2e}, V^T round trip "
+              f"{rt_v} -> {'ok' if ok else 'FAIL'}", flush=True)
+    return good
+
+
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0, split=False, diag=0):
     T = q.shape[0]
     proto_fp8_mma[(T,)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                         idx.stride(0), out, out.stride(0), out.stride(1), sm_scale * kv_scale * 1.4426950408889634,
-                        kv_scale, 0, TOPK=idx.shape[1], C_LAYOUT=c_layout, SPLIT=split,
+                        kv_scale, 0, TOPK=idx.shape[1], C_LAYOUT=c_layout, SPLIT=split, DIAG=diag,
                         num_warps=4, maxnreg=128)
 
 
@@ -279,7 +390,9 @@ def compile_only() -> int:
 
 
 # (C_LAYOUT, SPLIT): the variants checked and timed (C_LAYOUT 1, a warp 32 keys x 16 columns, spilled 404 B)
-VARIANTS = [(c, split) for split in (False, True) for c in (0, 2, 3)]
+VARIANTS = [(0, False), (2, False)]
+# Timing diagnostics of C_LAYOUT 0 (wrong results): DIAG 1 without V^T's stores, 2 without P.V's wgmmas
+DIAGS = (1, 2)
 
 
 def main() -> int:
@@ -297,7 +410,7 @@ def main() -> int:
     cache, kw = make_cache(FORMATS["fp8"], dev)
     u8 = cache.view(torch.uint8)
     sm_scale = 576 ** -0.5
-    ok_all = True
+    ok_all = unit_checks()
     for trial in range(3):
         g = torch.Generator(device=dev).manual_seed(trial)
         idx = torch.randint(0, SLOTS, (T, topk), device=dev, generator=g, dtype=torch.int32)
@@ -332,6 +445,8 @@ def main() -> int:
     variants = {f"fp8 mma C{c}{' split' if sp else ''}":
                 [lambda s=s, c=c, sp=sp: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], c, sp) for s in sets]
                 for c, sp in VARIANTS}
+    variants.update({f"diag {d} C0": [lambda s=s, d=d: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], 0, False, d)
+                                      for s in sets] for d in DIAGS})
     variants.update({"shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale,
                                                              kv_format="fp8_e4m3", out=s[2], **kw) for s in sets]})
     names = list(variants)
