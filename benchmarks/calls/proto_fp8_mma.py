@@ -139,26 +139,28 @@ def _slots(idx_row, j, n_tiles, KEYS: gl.constexpr):
 
 
 @gluon.jit
-def _load_chunk(kv, row, ok, c: gl.constexpr, LC: gl.constexpr):
-    cols = c * 64 + gl.arange(0, 64, layout=gl.SliceLayout(0, LC))
+def _load_chunk(kv, row, ok, c: gl.constexpr, LC: gl.constexpr, W: gl.constexpr = 128):
+    """Columns [c * W, c * W + W) of the tile's rows (W 128: a whole 128-byte swizzle row of K's stage; call 2's
+    64-byte chunks, half a swizzle row each, came out wrong)."""
+    cols = c * W + gl.arange(0, W, layout=gl.SliceLayout(0, LC))
     return gl.load(kv + row[:, None] + cols[None, :], mask=ok[:, None], other=0).to(gl.float8e4nv, bitcast=True)
 
 
 @gluon.jit
 def _store_k(x, kn8, c: gl.constexpr):
-    kn8.slice(c * 64, 64, dim=1).store(x)
+    kn8.slice(c * 128, 128, dim=1).store(x)
 
 
 @gluon.jit
 def _store_vt(x, vt8, c: gl.constexpr):
-    vt8.slice(c * 64, 64, dim=0).store(x.permute((1, 0)))
+    vt8.slice(c * 128, 128, dim=0).store(x.permute((1, 0)))
 
 
 @gluon.jit
 def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, bars, C_LAYOUT: gl.constexpr,
              SPLIT: gl.constexpr, DIAG: gl.constexpr):
     """Loads each tile's e4m3 bytes into registers, then (once the stage is free) stores them as K and as V^T."""
-    # The layout of a 64-column chunk [keys, columns] in C's registers (C_LAYOUT, the variants timed): a thread's
+    # The layout of a 128-column chunk [keys, columns] in C's registers (C_LAYOUT, the variants timed): a thread's
     # keys x columns are its K stores' rows and its V^T stores' vector after a transpose in registers.
     if C_LAYOUT == 0:  # 4 x 4: 4-byte loads, K and V^T stores; a warp covers 16 keys x 32 columns
         LC: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [4, 1], [1, 0])
@@ -187,20 +189,12 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
         x1 = _load_chunk(kv, row, ok, 1, LC)
         x2 = _load_chunk(kv, row, ok, 2, LC)
         x3 = _load_chunk(kv, row, ok, 3, LC)
-        x4 = _load_chunk(kv, row, ok, 4, LC)
-        x5 = _load_chunk(kv, row, ok, 5, LC)
-        x6 = _load_chunk(kv, row, ok, 6, LC)
-        x7 = _load_chunk(kv, row, ok, 7, LC)
-        xr = _load_chunk(kv, row, ok, 8, LC)
+        xr = _load_chunk(kv, row, ok, 8, LC, 64)
         mbarrier.wait(bars.index(FREE), (j & 1) ^ 1, pred=j >= 1)
         _store_k(x0, kn8, 0)
         _store_k(x1, kn8, 1)
         _store_k(x2, kn8, 2)
         _store_k(x3, kn8, 3)
-        _store_k(x4, kn8, 4)
-        _store_k(x5, kn8, 5)
-        _store_k(x6, kn8, 6)
-        _store_k(x7, kn8, 7)
         kr8.store(xr)
         bias.store(gl.where(ok, 0.0, float("-inf")))
         if SPLIT:  # M's S^T and softmax run while V^T is stored
@@ -212,10 +206,6 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
             _store_vt(x1, vt8, 1)
             _store_vt(x2, vt8, 2)
             _store_vt(x3, vt8, 3)
-            _store_vt(x4, vt8, 4)
-            _store_vt(x5, vt8, 5)
-            _store_vt(x6, vt8, 6)
-            _store_vt(x7, vt8, 7)
         fence_async_shared()  # the stores, before wgmma (the async proxy) reads them
         _barrier()
         mbarrier.arrive(bars.index(V_READY if SPLIT else READY))
@@ -269,9 +259,9 @@ def check_st(k_ptr, q_ptr, s_out, k_back, C_LAYOUT: gl.constexpr):
     keys = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, LC))
     row = keys.to(gl.int64) * 576
     ok = keys >= 0
-    for c in gl.static_range(8):
+    for c in gl.static_range(4):
         _store_k(_load_chunk(k_ptr, row, ok, c, LC), kn8, c)
-    kr8.store(_load_chunk(k_ptr, row, ok, 8, LC))
+    kr8.store(_load_chunk(k_ptr, row, ok, 8, LC, 64))
     q_unscale = _load_q_halves(q_ptr, 0, 576, 0, qn8, qr8)
     s2 = gl.zeros([BLOCK_N, 2 * BLOCK_H], gl.float32, layout=S2_L)
     s2 = warpgroup_mma(kn8, qn8.permute((1, 0)), s2, use_acc=False, is_async=True)
@@ -306,7 +296,7 @@ def check_pv(v_ptr, p_ptr, o_out, v_back, C_LAYOUT: gl.constexpr):
     keys = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, LC))
     row = keys.to(gl.int64) * 512
     ok = keys >= 0
-    for c in gl.static_range(8):
+    for c in gl.static_range(4):
         _store_vt(_load_chunk(v_ptr, row, ok, c, LC), vt8, c)
     r = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, O_L))
     h = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, O_L))
