@@ -17,6 +17,10 @@ shipped one-stage kernel (which has a 72 KB bf16 stage).
 
 Scope of the prototype: fp8_e4m3, d_qk 576, 16 heads, one split (T=256 fills the GPU at two programs an SM), no sink,
 no LSE, no topk_length. Correctness against the PyTorch reference, then CUDA-graph timing beside the shipped kernel.
+
+Outcome so far (session 40 call 2, an H100, 64-column chunks in C; benchmarks/results/session40/README.md): wrong
+(relative error ~7) and slower, 182.2 us at best against the shipped kernel's 143.5; group C's register layout moved
+it by 1.4x. C now stores 128-column chunks, and unit checks of each product run first (not yet run).
   python3 benchmarks/calls/proto_fp8_mma.py            (GPU: correctness, then timing beside the shipped kernel)
   python3 benchmarks/calls/proto_fp8_mma.py --compile  (no GPU: compile for sm_90a, print registers / spills / smem)
 """
