@@ -161,19 +161,10 @@ def _store_vt(x, vt8, c: gl.constexpr):
 
 
 @gluon.jit
-def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, bars, C_LAYOUT: gl.constexpr,
+def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, bars, LC: gl.constexpr,
              SPLIT: gl.constexpr, DIAG: gl.constexpr):
-    """Loads each tile's e4m3 bytes into registers, then (once the stage is free) stores them as K and as V^T."""
-    # The layout of a 128-column chunk [keys, columns] in C's registers (C_LAYOUT, the variants timed): a thread's
-    # keys x columns are its K stores' rows and its V^T stores' vector after a transpose in registers.
-    if C_LAYOUT == 0:  # 4 x 4: 4-byte loads, K and V^T stores; a warp covers 16 keys x 32 columns
-        LC: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [4, 1], [1, 0])
-    elif C_LAYOUT == 1:  # 4 x 4, a warp 32 keys x 16 columns
-        LC: gl.constexpr = gl.BlockedLayout([4, 4], [8, 4], [4, 1], [1, 0])
-    elif C_LAYOUT == 2:  # 4 x 8: 8-byte loads and K stores; a warp 16 keys x 64 columns
-        LC: gl.constexpr = gl.BlockedLayout([4, 8], [4, 8], [4, 1], [1, 0])
-    else:  # 8 x 4: 8-byte V^T stores; a warp 64 keys x 16 columns
-        LC: gl.constexpr = gl.BlockedLayout([8, 4], [8, 4], [1, 4], [1, 0])
+    """Loads each tile's e4m3 bytes into registers (LC: a 128-column chunk's layout, CHUNK_LAYOUTS), then (once the
+    stage is free) stores them as K and as V^T."""
     LP: gl.constexpr = gl.BlockedLayout([1, 2], [8, 4], [4, 1], [1, 0])  # L2 prefetch: a thread per 128-B line
     KEYS: gl.constexpr = gl.SliceLayout(1, LC)
     lines = gl.minimum(gl.arange(0, 8, layout=gl.SliceLayout(0, LP)) * 128, 575)  # (the row's last byte last)
@@ -217,7 +208,7 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
 
 @gluon.jit
 def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
-                  score_scale, out_scale, zero, TOPK: gl.constexpr, C_LAYOUT: gl.constexpr,
+                  score_scale, out_scale, zero, TOPK: gl.constexpr, LC: gl.constexpr,
                   SPLIT: gl.constexpr, DIAG: gl.constexpr = 0):
     t = gl.program_id(0).to(gl.int64)
     SW128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
@@ -239,12 +230,12 @@ def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
         (_group_m, (q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
                     score_scale, out_scale, n_tiles, zero, SPLIT, DIAG)),
         (_group_c, (kv, stride_row, num_slots, idx_row, n_tiles, kn8.index(0), kr8.index(0), vt8.index(0), bias, bars,
-                    C_LAYOUT, SPLIT, DIAG)),
+                    LC, SPLIT, DIAG)),
     ], [4], [LOAD_REGS])
 
 
 @gluon.jit
-def check_st(k_ptr, q_ptr, s_out, k_back, C_LAYOUT: gl.constexpr):
+def check_st(k_ptr, q_ptr, s_out, k_back, LC: gl.constexpr):
     """Unit check (one warp group): K [64, 576] e4m3 bytes stored as group C stores them, Q [16, 576] bf16 as two
     halves, S^T = K Q^T by the prototype's wgmmas (halves summed, Q's scale undone) into s_out [64, 16]; kn8 read back
     into k_back [64, 512] (the stores' round trip)."""
@@ -252,10 +243,6 @@ def check_st(k_ptr, q_ptr, s_out, k_back, C_LAYOUT: gl.constexpr):
     SW64: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
     O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
-    if C_LAYOUT == 0:
-        LC: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [4, 1], [1, 0])
-    else:
-        LC: gl.constexpr = gl.BlockedLayout([4, 8], [4, 8], [4, 1], [1, 0])
     kn8 = gl.allocate_shared_memory(gl.float8e4nv, [BLOCK_N, D_NOPE], SW128)
     kr8 = gl.allocate_shared_memory(gl.float8e4nv, [BLOCK_N, D_ROPE], SW64)
     qn8 = gl.allocate_shared_memory(gl.float8e4nv, [2 * BLOCK_H, D_NOPE], SW128)
@@ -272,7 +259,8 @@ def check_st(k_ptr, q_ptr, s_out, k_back, C_LAYOUT: gl.constexpr):
     s2 = warpgroup_mma(kr8, qr8.permute((1, 0)), s2, is_async=True)
     s2 = warpgroup_mma_wait(0, deps=[s2])
     s_hi, s_lo = gl.split(gl.permute(gl.reshape(s2, [BLOCK_N, 2, BLOCK_H]), (0, 2, 1)))
-    s = gl.convert_layout(s_hi + s_lo, O_L, assert_trivial=True) * gl.convert_layout(q_unscale, gl.SliceLayout(0, O_L))[None, :]
+    s = (gl.convert_layout(s_hi + s_lo, O_L, assert_trivial=True)
+         * gl.convert_layout(q_unscale, gl.SliceLayout(0, O_L))[None, :])
     r = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, O_L))
     h = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, O_L))
     gl.store(s_out + r[:, None] * BLOCK_H + h[None, :], s)
@@ -285,16 +273,12 @@ def check_st(k_ptr, q_ptr, s_out, k_back, C_LAYOUT: gl.constexpr):
 
 
 @gluon.jit
-def check_pv(v_ptr, p_ptr, o_out, v_back, C_LAYOUT: gl.constexpr):
+def check_pv(v_ptr, p_ptr, o_out, v_back, LC: gl.constexpr):
     """Unit check: V [64, 512] e4m3 bytes stored transposed as group C stores them, P [64, 16] float32 as two halves of
     P x 256, O^T = V^T P^T by the prototype's wgmmas (divided by 256) into o_out [512, 16]; vt8 read back into
     v_back [512, 64]."""
     SW64: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
     O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
-    if C_LAYOUT == 0:
-        LC: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [4, 1], [1, 0])
-    else:
-        LC: gl.constexpr = gl.BlockedLayout([4, 8], [4, 8], [4, 1], [1, 0])
     vt8 = gl.allocate_shared_memory(gl.float8e4nv, [D_NOPE, BLOCK_N], SW64)
     p8 = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_H, BLOCK_N], SW64)
     keys = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, LC))
@@ -325,15 +309,15 @@ def check_pv(v_ptr, p_ptr, o_out, v_back, C_LAYOUT: gl.constexpr):
 
 
 def unit_checks() -> bool:
-    """check_st and check_pv against PyTorch on random e4m3 bytes, for each C_LAYOUT timed."""
+    """check_st and check_pv against PyTorch on random e4m3 bytes, for each chunk layout timed."""
     dev = torch.device("cuda")
     good = True
-    for c_layout in (0, 2):
+    for c_layout in sorted({c for c, _ in VARIANTS}):
         k8 = (torch.randn(64, 576, device=dev) * 4).to(torch.float8_e4m3fn)
         q = torch.randn(16, 576, device=dev).bfloat16()
         s_out = torch.empty(64, 16, device=dev)
         k_back = torch.empty(64, 512, device=dev, dtype=torch.uint8)
-        check_st[(1,)](k8.view(torch.uint8), q, s_out, k_back, C_LAYOUT=c_layout, num_warps=4)
+        check_st[(1,)](k8.view(torch.uint8), q, s_out, k_back, LC=CHUNK_LAYOUTS[c_layout], num_warps=4)
         ref = k8.float() @ q.float().t()
         err = ((s_out - ref).norm() / ref.norm()).item()
         rt = bool(torch.equal(k_back, k8.view(torch.uint8)[:, :512]))
@@ -341,7 +325,7 @@ def unit_checks() -> bool:
         p = torch.rand(64, 16, device=dev) ** 4
         o_out = torch.empty(512, 16, device=dev)
         v_back = torch.empty(512, 64, device=dev, dtype=torch.uint8)
-        check_pv[(1,)](v8.view(torch.uint8), p, o_out, v_back, C_LAYOUT=c_layout, num_warps=4)
+        check_pv[(1,)](v8.view(torch.uint8), p, o_out, v_back, LC=CHUNK_LAYOUTS[c_layout], num_warps=4)
         ref_o = v8.float().t() @ p
         err_o = ((o_out - ref_o).norm() / ref_o.norm()).item()
         rt_v = bool(torch.equal(v_back, v8.view(torch.uint8).t()))
@@ -356,36 +340,45 @@ def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0, split=False, d
     T = q.shape[0]
     proto_fp8_mma[(T,)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                         idx.stride(0), out, out.stride(0), out.stride(1), sm_scale * kv_scale * 1.4426950408889634,
-                        kv_scale, 0, TOPK=idx.shape[1], C_LAYOUT=c_layout, SPLIT=split, DIAG=diag,
+                        kv_scale, 0, TOPK=idx.shape[1], LC=CHUNK_LAYOUTS[c_layout], SPLIT=split, DIAG=diag,
                         num_warps=4, maxnreg=128)
 
 
 def compile_only() -> int:
-    """Compile each C_LAYOUT for sm_90a and print its resources (no GPU)."""
+    """Compile each variant for sm_90a and print its resources (no GPU)."""
     import re
     from triton.backends.compiler import GPUTarget
     from sparsemla.gen.compile_check import _ptxas_resources
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
-           "C_LAYOUT": "constexpr", "SPLIT": "constexpr"}
+           "LC": "constexpr", "SPLIT": "constexpr", "DIAG": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
     for c_layout, split in VARIANTS:
-        src = gluon._runtime.GluonASTSource(proto_fp8_mma, sig, {"TOPK": 2048, "C_LAYOUT": c_layout, "SPLIT": split},
+        src = gluon._runtime.GluonASTSource(proto_fp8_mma, sig, {"TOPK": 2048, "LC": CHUNK_LAYOUTS[c_layout],
+                                                                        "SPLIT": split, "DIAG": 0},
                                             attrs=attrs)
         k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
         open(f"/tmp/proto_fp8_mma{c_layout}{int(split)}.cubin", "wb").write(k.asm["cubin"])
         mmas = re.findall(r"wgmma.mma_async[^ ]*", ptx)
-        print(f"Triton {triton.__version__} C_LAYOUT {c_layout} SPLIT {split}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
+        print(f"Triton {triton.__version__} C{c_layout} SPLIT {split}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
               f"{sorted(set(mmas))}; st.shared {len(re.findall(r'st.shared', ptx))}; "
               f"ld.global {len(re.findall(r'ld.global', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
     return 0
 
 
-# (C_LAYOUT, SPLIT): the variants checked and timed (C_LAYOUT 1, a warp 32 keys x 16 columns, spilled 404 B)
+# The layouts of a 128-column chunk [keys, columns] in group C's registers: a thread's keys x columns are its K
+# stores' rows and, transposed in registers, its V^T stores' vector.
+CHUNK_LAYOUTS = {
+    0: gl.BlockedLayout([4, 4], [4, 8], [4, 1], [1, 0]),  # 4-byte loads, K and V^T stores; a warp 16 keys x 32 columns
+    1: gl.BlockedLayout([4, 4], [8, 4], [4, 1], [1, 0]),  # 4 x 4, a warp 32 keys x 16 columns (spilled 404 B)
+    2: gl.BlockedLayout([4, 8], [4, 8], [4, 1], [1, 0]),  # 8-byte loads and K stores; a warp 16 keys x 64 columns
+    3: gl.BlockedLayout([8, 4], [8, 4], [1, 4], [1, 0]),  # 8-byte V^T stores; a warp 64 keys x 16 columns
+}
+# (CHUNK_LAYOUTS key, SPLIT): the variants checked and timed
 VARIANTS = [(0, False), (2, False)]
-# Timing diagnostics of C_LAYOUT 0 (wrong results): DIAG 1 without V^T's stores, 2 without P.V's wgmmas
+# Timing diagnostics of chunk layout 0 (wrong results): DIAG 1 without V^T's stores, 2 without P.V's wgmmas
 DIAGS = (1, 2)
 
 
@@ -427,8 +420,9 @@ def main() -> int:
             zero_row = float(out[3].float().abs().max()) if trial == 1 else 0.0
             good = finite and err < 8e-3 and zero_row == 0.0
             ok_all &= good
-            print(f"trial {trial} C{c_layout}{' split' if split else ''}: rel err {err:.2e} (shipped {err_s:.2e}), max abs err / max "
-                  f"{worst:.2e}, finite {finite}, all-invalid row max {zero_row} -> {'ok' if good else 'FAIL'}",
+            print(f"trial {trial} C{c_layout}{' split' if split else ''}: rel err {err:.2e} (shipped {err_s:.2e}), "
+                  f"max abs err / max {worst:.2e}, finite {finite}, all-invalid row max {zero_row} -> "
+                  f"{'ok' if good else 'FAIL'}",
                   flush=True)
     sets = []
     for r in range(4):
@@ -439,8 +433,8 @@ def main() -> int:
     variants = {f"fp8 mma C{c}{' split' if sp else ''}":
                 [lambda s=s, c=c, sp=sp: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], c, sp) for s in sets]
                 for c, sp in VARIANTS}
-    variants.update({f"diag {d} C0": [lambda s=s, d=d: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], 0, False, d)
-                                      for s in sets] for d in DIAGS})
+    variants.update({f"diag {d} C0": [lambda s=s, d=d: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], 0,
+                                                              False, d) for s in sets] for d in DIAGS})
     variants.update({"shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale,
                                                              kv_format="fp8_e4m3", out=s[2], **kw) for s in sets]})
     names = list(variants)
@@ -454,7 +448,8 @@ def main() -> int:
     from triton.testing import do_bench
     ms = do_bench(lambda: dst.copy_(copy), warmup=25, rep=200, return_mode="median")
     copy_gbs = 2 * (1 << 30) / (ms * 1e-3) / 1e9
-    print(f"\n{torch.cuda.get_device_name()}\n| variant | us (median of 4, rotated orders) | GB/s | of copy ceiling ({copy_gbs:.0f} GB/s) |"
+    print(f"\n{torch.cuda.get_device_name()}\n| variant | us (median of 4, rotated orders) | GB/s | "
+          f"of copy ceiling ({copy_gbs:.0f} GB/s) |"
           "\n|---|---|---|---|")
     for n in names:
         us = sorted(times[n])[2]
