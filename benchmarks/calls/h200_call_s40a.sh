@@ -8,4 +8,4 @@ set -u
 export PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 timeout 240 python3 benchmarks/calls/proto_fp8_mma.py > "$OUT/proto_fp8_mma.log" 2>&1
-echo "== proto_fp8_mma T=256 rc=$?"; grep -v "^\s" "$OUT/proto_fp8_mma.log" | grep "unit\|trial\|^|\|correct\|Error\|error" | tail -32
+echo "== proto_fp8_mma T=256 rc=$?"; grep -v "^\s" "$OUT/proto_fp8_mma.log" | grep "unit\|map\|trial\|^|\|correct\|Error\|error" | tail -48
