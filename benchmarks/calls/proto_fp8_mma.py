@@ -461,7 +461,6 @@ def main() -> int:
     from triton.testing import do_bench
     ms = do_bench(lambda: dst.copy_(copy), warmup=25, rep=200, return_mode="median")
     copy_gbs = 2 * (1 << 30) / (ms * 1e-3) / 1e9
-    del copy, dst
     rows = []
     # the suite's pool, then a pool that stays in L2 (an H100 gathers the suite's fp8 T=256 H=16 near its bandwidth;
     # on L2-resident rows the time is the SMs', as on the H200, which has the same SMs and more bandwidth)
