@@ -58,7 +58,6 @@ def main() -> int:
                     us = sorted(times[p])[2]
                     rows.append((name, T, H, p, us, nbytes / us / 1e3))
                     print(f"{name} T={T} H={H} pool {p}: {us:.1f} us", flush=True)
-        del cache
     print(f"\n{torch.cuda.get_device_name()}, copy ceiling {copy_gbs:.0f} GB/s\n"
           "| format | T | H | slot pool | us (median of 4) | GB/s | of copy ceiling |\n|---|---|---|---|---|---|---|")
     for name, T, H, p, us, gbs in rows:
