@@ -40,6 +40,7 @@ BLOCK_N = gl.constexpr(64)
 BLOCK_H = gl.constexpr(16)
 D_NOPE = gl.constexpr(512)
 D_ROPE = gl.constexpr(64)
+# barriers: stage s's at 3 s + READY and 3 s + FREE; V_READY (SPLIT, one stage only) at 2
 READY = gl.constexpr(0)  # K (and the scores' mask) stored; with SPLIT, V^T as well only at V_READY
 FREE = gl.constexpr(1)
 V_READY = gl.constexpr(2)
@@ -63,28 +64,29 @@ def _halves(x):
 @gluon.jit
 def _load_q_halves(q, stride_qt, stride_qh, t, qn8, qr8):
     """Q's rows times a power of two per head (largest |value| to [128, 256)) as two e4m3 halves into qn8 / qr8
-    (rows 0-15 hi, 16-31 lo). Returns 1 / that scale per head."""
+    (rows 0-15 hi, 16-31 lo), each buffer stored whole. Returns 1 / that scale per head.
+    (Stored as two 16-row slices, the halves came out wrong in session 41's call 4 while the same wgmmas on e4m3 Q
+    from PyTorch were right: a row slice of a buffer wider than its 128-byte swizzle is not where wgmma reads it.)"""
     GQ: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
-    heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GQ))
-    q_row = q + t * stride_qt + heads.to(gl.int64)[:, None] * stride_qh
+    rows = gl.arange(0, 2 * BLOCK_H, layout=gl.SliceLayout(1, GQ))
+    q_row = q + t * stride_qt + (rows % BLOCK_H).to(gl.int64)[:, None] * stride_qh
     qv = gl.load(q_row + gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GQ))[None, :]).to(gl.float32)
     qrv = gl.load(q_row + D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GQ))[None, :]).to(gl.float32)
     q_max = gl.maximum(gl.max(gl.abs(qv), axis=1), gl.max(gl.abs(qrv), axis=1))
     q_scale = gl.where(q_max > 0, gl.exp2(7.0 - gl.floor(gl.log2(q_max))), 1.0)
-    hi, lo = _halves(qv * q_scale[:, None])
-    qn8.slice(0, BLOCK_H, dim=0).store(hi)
-    qn8.slice(BLOCK_H, BLOCK_H, dim=0).store(lo)
-    hi, lo = _halves(qrv * q_scale[:, None])
-    qr8.slice(0, BLOCK_H, dim=0).store(hi)
-    qr8.slice(BLOCK_H, BLOCK_H, dim=0).store(lo)
+    lo_row = (rows >= BLOCK_H)[:, None]
+    x = qv * q_scale[:, None]
+    qn8.store(gl.where(lo_row, x - x.to(gl.float8e4nv).to(gl.float32), x).to(gl.float8e4nv))
+    x = qrv * q_scale[:, None]
+    qr8.store(gl.where(lo_row, x - x.to(gl.float8e4nv).to(gl.float32), x).to(gl.float8e4nv))
     fence_async_shared()
     _barrier()
-    return 1.0 / q_scale
+    return gl.max(gl.reshape(1.0 / q_scale, [2, BLOCK_H]), axis=0)  # (rows h and h + 16 hold the same scale)
 
 
 @gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
-             score_scale, out_scale, n_tiles, zero, SPLIT: gl.constexpr, DIAG: gl.constexpr):
+             score_scale, out_scale, n_tiles, zero, SPLIT: gl.constexpr, DIAG: gl.constexpr, STAGES: gl.constexpr):
     """S^T, the softmax and O^T of every tile: the keys are wgmma's M, the heads its N."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
     # O^T's layout, and S^T's once its halves are summed (a thread's columns h and h + 16 are its own registers)
@@ -100,15 +102,16 @@ def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars
         # (an index the compiler cannot prove 0 or loop-invariant, so each wgmma's descriptor is made where it is
         # issued: hoisted out of the loop, the 50 descriptors took 100 registers and spilled)
         z = j * zero
-        mbarrier.wait(bars.index(READY), j & 1)
+        st = j % STAGES
+        mbarrier.wait(bars.index(3 * st + READY), (j // STAGES) & 1)
         s2 = gl.zeros([BLOCK_N, 2 * BLOCK_H], gl.float32, layout=S2_L)
         if DIAG & 4 == 0:  # (DIAG & 4, a timing diagnostic: no S^T)
-            s2 = warpgroup_mma(kn8.index(z), qn8.index(z).permute((1, 0)), s2, use_acc=False, is_async=True)
-            s2 = warpgroup_mma(kr8.index(z), qr8.index(z).permute((1, 0)), s2, is_async=True)
+            s2 = warpgroup_mma(kn8.index(z + st), qn8.index(z).permute((1, 0)), s2, use_acc=False, is_async=True)
+            s2 = warpgroup_mma(kr8.index(z + st), qr8.index(z).permute((1, 0)), s2, is_async=True)
             s2 = warpgroup_mma_wait(0, deps=[s2])
         s_hi, s_lo = gl.split(gl.permute(gl.reshape(s2, [BLOCK_N, 2, BLOCK_H]), (0, 2, 1)))
         s = gl.convert_layout(s_hi + s_lo, O_L, assert_trivial=True)
-        s = s * s_scale[None, :] + bias.load(KEYS)[:, None]  # -inf where C found no row
+        s = s * s_scale[None, :] + bias.index(st).load(KEYS)[:, None]  # -inf where C found no row
         m_new = gl.maximum(m_i, gl.max(s, axis=0))
         m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
         alpha = gl.exp2(m_i - m_use)
@@ -128,7 +131,7 @@ def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars
             acc = warpgroup_mma(vt8.index(z), p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
             acc = warpgroup_mma_wait(0, deps=[acc])
         _barrier()
-        mbarrier.arrive(bars.index(FREE))
+        mbarrier.arrive(bars.index(3 * st + FREE))
     l_o = gl.sum(l_k, axis=0)
     inv = gl.where(l_o > 0, out_scale / (l_o * P_SCALE), 0.0)  # a row with nothing valid is 0
     dims = gl.arange(0, D_NOPE, layout=gl.SliceLayout(1, O_L))
@@ -169,8 +172,8 @@ def _store_vt(x, vt8, c: gl.constexpr):
 
 
 @gluon.jit
-def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, bars, LC: gl.constexpr,
-             SPLIT: gl.constexpr, DIAG: gl.constexpr):
+def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8_all, kr8_all, vt8, bias_all, bars, LC: gl.constexpr,
+             SPLIT: gl.constexpr, DIAG: gl.constexpr, STAGES: gl.constexpr):
     """Loads each tile's e4m3 bytes into registers (LC: a 128-column chunk's layout, CHUNK_LAYOUTS), then (once the
     stage is free) stores them as K and as V^T."""
     LP: gl.constexpr = gl.BlockedLayout([1, 2], [8, 4], [4, 1], [1, 0])  # L2 prefetch: a thread per 128-B line
@@ -181,6 +184,10 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
     for j in range(n_tiles):
         slot = slot_nx
         slot_nx = slot_nx2
+        st = j % STAGES
+        kn8 = kn8_all.index(st)
+        kr8 = kr8_all.index(st)
+        bias = bias_all.index(st)
         slot_nx2 = _slots(idx_row, j + 2, n_tiles, KEYS)
         # the next tile's rows into L2 now, so its loads wait on L2, not HBM
         ok_nx = (slot_nx >= 0) & (slot_nx < num_slots)
@@ -194,14 +201,14 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
             x2 = _load_chunk(kv, row, ok, 2, LC)
             x3 = _load_chunk(kv, row, ok, 3, LC)
             xr = _load_chunk(kv, row, ok, 8, LC, 64)
-            mbarrier.wait(bars.index(FREE), (j & 1) ^ 1, pred=j >= 1)
+            mbarrier.wait(bars.index(3 * st + FREE), ((j // STAGES) & 1) ^ 1, pred=j >= STAGES)
             _store_k(x0, kn8, 0)
             _store_k(x1, kn8, 1)
             _store_k(x2, kn8, 2)
             _store_k(x3, kn8, 3)
             kr8.store(xr)
         else:  # (DIAG & 8, a timing diagnostic: no global loads; each chunk made from the slot ids where it is stored)
-            mbarrier.wait(bars.index(FREE), (j & 1) ^ 1, pred=j >= 1)
+            mbarrier.wait(bars.index(3 * st + FREE), ((j // STAGES) & 1) ^ 1, pred=j >= STAGES)
             _store_k(_fake_chunk(slot, 0, LC), kn8, 0)
             _store_k(_fake_chunk(slot, 1, LC), kn8, 1)
             _store_k(_fake_chunk(slot, 2, LC), kn8, 2)
@@ -225,35 +232,48 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bias, b
                 _store_vt(_fake_chunk(slot, 3, LC), vt8, 3)
         fence_async_shared()  # the stores, before wgmma (the async proxy) reads them
         _barrier()
-        mbarrier.arrive(bars.index(V_READY if SPLIT else READY))
+        mbarrier.arrive(bars.index(V_READY if SPLIT else 3 * st + READY))
 
 
 @gluon.jit
 def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
                   score_scale, out_scale, zero, TOPK: gl.constexpr, LC: gl.constexpr,
-                  SPLIT: gl.constexpr, DIAG: gl.constexpr = 0):
+                  SPLIT: gl.constexpr, DIAG: gl.constexpr = 0, STAGES: gl.constexpr = 1):
     t = gl.program_id(0).to(gl.int64)
     SW128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     SW64_2: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
-    kn8 = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_N, D_NOPE], SW128)
-    kr8 = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_N, D_ROPE], SW64_2)
-    vt8 = gl.allocate_shared_memory(gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64_2)
+    kn8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_NOPE], SW128)
+    kr8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_ROPE], SW64_2)
+    if STAGES == 1:
+        vt8 = gl.allocate_shared_memory(gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64_2)
+    else:  # (a timing diagnostic only: no V^T stores, P.V reads stage 0's K as if it were V^T; two programs an SM)
+        gl.static_assert((DIAG & 1) == 1 and not SPLIT, "STAGES > 1 only with DIAG & 1 and without SPLIT")
+        vt8 = _reinterpret(kn8.index(0), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64_2)
     qn8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_NOPE], SW128)
     qr8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_ROPE], SW64_2)
     p8 = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_H, BLOCK_N], SW64_2)
-    bias = gl.allocate_shared_memory(gl.float32, [BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    bars = gl.allocate_shared_memory(gl.int64, [3, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(bars.index(READY), count=1)
-    mbarrier.init(bars.index(FREE), count=1)
-    mbarrier.init(bars.index(V_READY), count=1)
+    bias = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    bars = gl.allocate_shared_memory(gl.int64, [3 * STAGES, 1], mbarrier.MBarrierLayout())
+    for b in gl.static_range(3 * STAGES):
+        mbarrier.init(bars.index(b), count=1)
     idx_row = idx + t * stride_it
     n_tiles = TOPK // BLOCK_N
     gl.warp_specialize([
         (_group_m, (q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
-                    score_scale, out_scale, n_tiles, zero, SPLIT, DIAG)),
-        (_group_c, (kv, stride_row, num_slots, idx_row, n_tiles, kn8.index(0), kr8.index(0), vt8.index(0), bias, bars,
-                    LC, SPLIT, DIAG)),
+                    score_scale, out_scale, n_tiles, zero, SPLIT, DIAG, STAGES)),
+        (_group_c, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8.index(0), bias, bars,
+                    LC, SPLIT, DIAG, STAGES)),
     ], [4], [LOAD_REGS])
+
+
+if hasattr(gl.shared_memory_descriptor, "reinterpret"):  # (Triton 3.6 names it _reinterpret)
+    @gluon.jit
+    def _reinterpret(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+        return buf.reinterpret(dtype, shape, layout)
+else:
+    @gluon.jit
+    def _reinterpret(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+        return buf._reinterpret(dtype, shape, layout)
 
 
 @gluon.jit
@@ -412,12 +432,12 @@ def st_block_map(c_layout):
               f"fit {fit:.3f}, residual {resid:.2f}", flush=True)
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0, split=False, diag=0):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0, split=False, diag=0, stages=1):
     T = q.shape[0]
     proto_fp8_mma[(T,)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                         idx.stride(0), out, out.stride(0), out.stride(1), sm_scale * kv_scale * 1.4426950408889634,
                         kv_scale, 0, TOPK=idx.shape[1], LC=CHUNK_LAYOUTS[c_layout], SPLIT=split, DIAG=diag,
-                        num_warps=4, maxnreg=128)
+                        STAGES=stages, num_warps=4, maxnreg=128)
 
 
 def compile_only() -> int:
@@ -428,17 +448,18 @@ def compile_only() -> int:
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
-           "LC": "constexpr", "SPLIT": "constexpr", "DIAG": "constexpr"}
+           "LC": "constexpr", "SPLIT": "constexpr", "DIAG": "constexpr", "STAGES": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    for c_layout, split, diag in [(c, s, 0) for c, s in VARIANTS] + [(0, False, d) for d in DIAGS]:
+    for c_layout, split, diag, stages in [(c, s, 0, 1) for c, s in VARIANTS] + [(0, False, *d) for d in DIAGS]:
         src = gluon._runtime.GluonASTSource(proto_fp8_mma, sig, {"TOPK": 2048, "LC": CHUNK_LAYOUTS[c_layout],
-                                                                        "SPLIT": split, "DIAG": diag},
+                                                                        "SPLIT": split, "DIAG": diag,
+                                                                        "STAGES": stages},
                                             attrs=attrs)
         k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
         open(f"/tmp/proto_fp8_mma{c_layout}{int(split)}.cubin", "wb").write(k.asm["cubin"])
         mmas = re.findall(r"wgmma.mma_async[^ ]*", ptx)
-        print(f"Triton {triton.__version__} C{c_layout} SPLIT {split} DIAG {diag}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
+        print(f"Triton {triton.__version__} C{c_layout} SPLIT {split} DIAG {diag} STAGES {stages}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
               f"{sorted(set(mmas))}; st.shared {len(re.findall(r'st.shared', ptx))}; "
               f"ld.global {len(re.findall(r'ld.global', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
     return 0
@@ -454,9 +475,9 @@ CHUNK_LAYOUTS = {
 }
 # (CHUNK_LAYOUTS key, SPLIT): the variants checked and timed
 VARIANTS = [(0, False)]  # (call 2's layout 2 was slower, 194 us against 181)
-# Timing diagnostics of chunk layout 0 (wrong results), bits of DIAG: 1 no V^T stores, 2 no P.V, 4 no S^T, 8 no
-# global loads (group C makes the tile from the slot ids)
-DIAGS = (1, 5, 9, 13)
+# Timing diagnostics of chunk layout 0 (wrong results), (DIAG, STAGES): bits of DIAG 1 no V^T stores, 2 no P.V, 4 no
+# S^T, 8 no global loads (group C makes the tile from the slot ids); two stages (K only, 36 KB each) with DIAG & 1
+DIAGS = ((1, 1), (5, 1), (9, 1), (13, 1), (1, 2), (9, 2), (13, 2))
 
 
 def main() -> int:
@@ -521,8 +542,9 @@ def main() -> int:
         variants = {f"fp8 mma C{c}{' split' if sp else ''}":
                     [lambda s=s, c=c, sp=sp: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], c, sp)
                      for s in sets] for c, sp in VARIANTS}
-        variants.update({f"diag {d} C0": [lambda s=s, d=d: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"],
-                                                                  0, False, d) for s in sets] for d in DIAGS})
+        variants.update({f"diag {d} st{n} C0": [lambda s=s, d=d, n=n: launch(s[0], u8, s[1], s[2], sm_scale,
+                                                                             kw["kv_scale"], 0, False, d, n)
+                                                 for s in sets] for d, n in DIAGS})
         variants.update({"shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale,
                                                                      kv_format="fp8_e4m3", out=s[2], **kw)
                                      for s in sets]})
