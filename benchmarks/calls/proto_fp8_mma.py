@@ -18,9 +18,10 @@ shipped one-stage kernel (which has a 72 KB bf16 stage).
 Scope of the prototype: fp8_e4m3, d_qk 576, 16 heads, one split (T=256 fills the GPU at two programs an SM), no sink,
 no LSE, no topk_length. Correctness against the PyTorch reference, then CUDA-graph timing beside the shipped kernel.
 
-Outcome so far (session 40 call 2, an H100, 64-column chunks in C; benchmarks/results/session40/README.md): wrong
-(relative error ~7) and slower, 182.2 us at best against the shipped kernel's 143.5; group C's register layout moved
-it by 1.4x. C now stores 128-column chunks, and unit checks of each product run first (not yet run).
+Outcome (session 41, calls 1-6, an H100; benchmarks/results/session41/README.md): correct once Q's halves were stored
+whole (rel err 1.8-2.7e-3; shipped 1.3-2.0e-3), but slower than the shipped kernel in every form: 149.3 us at best
+against 115.4 on an L2-resident slot pool, 168.0 against 144.4 on the suite's. V^T's transpose costs 38-43 us a call
+and C's register gather 15-30; e4m3 S^T ~14. Dropped; the DIAG timings are the floors the next design starts from.
   python3 benchmarks/calls/proto_fp8_mma.py            (GPU: correctness, then timing beside the shipped kernel)
   python3 benchmarks/calls/proto_fp8_mma.py --compile  (no GPU: compile for sm_90a, print registers / spills / smem)
 """
@@ -65,7 +66,7 @@ def _halves(x):
 def _load_q_halves(q, stride_qt, stride_qh, t, qn8, qr8):
     """Q's rows times a power of two per head (largest |value| to [128, 256)) as two e4m3 halves into qn8 / qr8
     (rows 0-15 hi, 16-31 lo), each buffer stored whole. Returns 1 / that scale per head.
-    (Stored as two 16-row slices, the halves came out wrong in session 41's call 4 while the same wgmmas on e4m3 Q
+    (Stored as two 16-row slices, the halves came out wrong in sessions 40-41 while the same wgmmas on e4m3 Q
     from PyTorch were right: a row slice of a buffer wider than its 128-byte swizzle is not where wgmma reads it.)"""
     GQ: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     rows = gl.arange(0, 2 * BLOCK_H, layout=gl.SliceLayout(1, GQ))
@@ -148,8 +149,7 @@ def _slots(idx_row, j, n_tiles, KEYS: gl.constexpr):
 
 @gluon.jit
 def _load_chunk(kv, row, ok, c: gl.constexpr, LC: gl.constexpr, W: gl.constexpr = 128):
-    """Columns [c * W, c * W + W) of the tile's rows (W 128: a whole 128-byte swizzle row of K's stage; call 2's
-    64-byte chunks, half a swizzle row each, came out wrong)."""
+    """Columns [c * W, c * W + W) of the tile's rows (W 128: a whole 128-byte swizzle row of K's stage)."""
     cols = c * W + gl.arange(0, W, layout=gl.SliceLayout(0, LC))
     return gl.load(kv + row[:, None] + cols[None, :], mask=ok[:, None], other=0).to(gl.float8e4nv, bitcast=True)
 
