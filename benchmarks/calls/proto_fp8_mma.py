@@ -33,9 +33,10 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
-    fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait)
+    async_copy, fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait)
 
 _barrier = getattr(gl, "barrier", None) or gl.thread_barrier
+_cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
 
 BLOCK_N = gl.constexpr(64)
 BLOCK_H = gl.constexpr(16)
@@ -174,6 +175,34 @@ def _store_vt(x, vt8, c: gl.constexpr, VT_CVT: gl.constexpr):
 
 
 @gluon.jit
+def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8_all, kr8_all, bars, STAGES: gl.constexpr):
+    """(GATHER, a timing diagnostic: no V^T) Gathers each tile's raw e4m3 rows by cp.async straight into K's stage,
+    once M is done with the stage's last tile, and the next tile's rows into L2."""
+    GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])  # 16 bytes a thread, a warp 4 rows x 128 B
+    GR: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])  # the rope's 64 bytes: a warp 8 rows
+    LP: gl.constexpr = gl.BlockedLayout([1, 2], [8, 4], [4, 1], [1, 0])
+    lines = gl.minimum(gl.arange(0, 8, layout=gl.SliceLayout(0, LP)) * 128, 575)
+    for j in range(n_tiles):
+        st = j % STAGES
+        slot = _slots(idx_row, j, n_tiles, gl.SliceLayout(1, GC))
+        slot_nx = _slots(idx_row, j + 1, n_tiles, gl.SliceLayout(1, LP))
+        ok_nx = (slot_nx >= 0) & (slot_nx < num_slots)
+        _prefetch_l2(kv + (gl.where(ok_nx, slot_nx, 0).to(gl.int64) * stride_row)[:, None] + lines[None, :])
+        ok = (slot >= 0) & (slot < num_slots)
+        row = gl.where(ok, slot, 0).to(gl.int64) * stride_row
+        mbarrier.wait(bars.index(3 * st + FREE), ((j // STAGES) & 1) ^ 1, pred=j >= STAGES)
+        kn8 = kn8_all.index(st)
+        for c in gl.static_range(4):
+            cols = c * 128 + gl.arange(0, 128, layout=gl.SliceLayout(0, GC))
+            _cp_async(kn8.slice(c * 128, 128, dim=1), kv + row[:, None] + cols[None, :], mask=ok[:, None])
+        row_r = gl.convert_layout(row, gl.SliceLayout(1, GR))
+        ok_r = gl.convert_layout(ok, gl.SliceLayout(1, GR))
+        cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
+        _cp_async(kr8_all.index(st), kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
+        async_copy.mbarrier_arrive(bars.index(3 * st + READY), increment_count=False)
+
+
+@gluon.jit
 def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8_all, kr8_all, vt8, bias_all, bars, LC: gl.constexpr,
              SPLIT: gl.constexpr, DIAG: gl.constexpr, STAGES: gl.constexpr, VT_CVT: gl.constexpr):
     """Loads each tile's e4m3 bytes into registers (LC: a 128-column chunk's layout, CHUNK_LAYOUTS), then (once the
@@ -241,7 +270,7 @@ def _group_c(kv, stride_row, num_slots, idx_row, n_tiles, kn8_all, kr8_all, vt8,
 def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
                   score_scale, out_scale, zero, TOPK: gl.constexpr, LC: gl.constexpr,
                   SPLIT: gl.constexpr, DIAG: gl.constexpr = 0, STAGES: gl.constexpr = 1,
-                  VT_CVT: gl.constexpr = False):
+                  VT_CVT: gl.constexpr = False, GATHER: gl.constexpr = False):
     t = gl.program_id(0).to(gl.int64)
     SW128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     SW64_2: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
@@ -258,15 +287,27 @@ def proto_fp8_mma(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     bias = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     bars = gl.allocate_shared_memory(gl.int64, [3 * STAGES, 1], mbarrier.MBarrierLayout())
     for b in gl.static_range(3 * STAGES):
-        mbarrier.init(bars.index(b), count=1)
+        # (with GATHER, READY takes one cp.async arrive from each of G's 128 threads)
+        mbarrier.init(bars.index(b), count=128 if GATHER and b % 3 == READY else 1)
     idx_row = idx + t * stride_it
     n_tiles = TOPK // BLOCK_N
-    gl.warp_specialize([
-        (_group_m, (q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
-                    score_scale, out_scale, n_tiles, zero, SPLIT, DIAG, STAGES)),
-        (_group_c, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8.index(0), bias, bars,
-                    LC, SPLIT, DIAG, STAGES, VT_CVT)),
-    ], [4], [LOAD_REGS])
+    if GATHER:  # (a timing diagnostic: no mask either; the scores' bias stays 0)
+        gl.static_assert((DIAG & 1) == 1 and not SPLIT, "GATHER only with DIAG & 1 and without SPLIT")
+        for b in gl.static_range(STAGES):
+            bias.index(b).store(gl.zeros([BLOCK_N], gl.float32, gl.BlockedLayout([1], [32], [4], [0])))
+        _barrier()
+        gl.warp_specialize([
+            (_group_m, (q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot,
+                        stride_oh, score_scale, out_scale, n_tiles, zero, SPLIT, DIAG, STAGES)),
+            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, STAGES)),
+        ], [4], [LOAD_REGS])
+    else:
+        gl.warp_specialize([
+            (_group_m, (q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot,
+                        stride_oh, score_scale, out_scale, n_tiles, zero, SPLIT, DIAG, STAGES)),
+            (_group_c, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8.index(0), bias, bars,
+                        LC, SPLIT, DIAG, STAGES, VT_CVT)),
+        ], [4], [LOAD_REGS])
 
 
 if hasattr(gl.shared_memory_descriptor, "reinterpret"):  # (Triton 3.6 names it _reinterpret)
@@ -437,12 +478,12 @@ def st_block_map(c_layout):
               f"fit {fit:.3f}, residual {resid:.2f}", flush=True)
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0, split=False, diag=0, stages=1):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, c_layout=0, split=False, diag=0, stages=1, gather=False):
     T = q.shape[0]
     proto_fp8_mma[(T,)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                         idx.stride(0), out, out.stride(0), out.stride(1), sm_scale * kv_scale * 1.4426950408889634,
                         kv_scale, 0, TOPK=idx.shape[1], LC=CHUNK_LAYOUTS[c_layout], SPLIT=split, DIAG=diag,
-                        STAGES=stages, VT_CVT=c_layout in VT_CONVERTED, num_warps=4, maxnreg=128)
+                        STAGES=stages, VT_CVT=c_layout in VT_CONVERTED, GATHER=gather, num_warps=4, maxnreg=128)
 
 
 def compile_only() -> int:
@@ -454,20 +495,21 @@ def compile_only() -> int:
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
            "LC": "constexpr", "SPLIT": "constexpr", "DIAG": "constexpr", "STAGES": "constexpr",
-           "VT_CVT": "constexpr"}
+           "VT_CVT": "constexpr", "GATHER": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    for c_layout, split, diag, stages in [(c, s, 0, 1) for c, s in VARIANTS] + [(c, False, d, n)
-                                                                                  for c, d, n in DIAGS]:
+    for c_layout, split, diag, stages, gather in [(c, s, 0, 1, False) for c, s in VARIANTS] + [
+            (c, False, d, n, g) for c, d, n, g in DIAGS]:
         src = gluon._runtime.GluonASTSource(proto_fp8_mma, sig, {"TOPK": 2048, "LC": CHUNK_LAYOUTS[c_layout],
                                                                         "SPLIT": split, "DIAG": diag,
                                                                         "STAGES": stages,
-                                                                        "VT_CVT": c_layout in VT_CONVERTED},
+                                                                        "VT_CVT": c_layout in VT_CONVERTED,
+                                                                        "GATHER": gather},
                                             attrs=attrs)
         k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
         open(f"/tmp/proto_fp8_mma{c_layout}{int(split)}.cubin", "wb").write(k.asm["cubin"])
         mmas = re.findall(r"wgmma.mma_async[^ ]*", ptx)
-        print(f"Triton {triton.__version__} C{c_layout} SPLIT {split} DIAG {diag} STAGES {stages}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
+        print(f"Triton {triton.__version__} C{c_layout} SPLIT {split} DIAG {diag} STAGES {stages} GATHER {gather}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
               f"{sorted(set(mmas))}; st.shared {len(re.findall(r'st.shared', ptx))}; "
               f"ld.global {len(re.findall(r'ld.global', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
     return 0
@@ -488,11 +530,13 @@ VT_CONVERTED = {4}
 VT_L = gl.constexpr(gl.BlockedLayout([4, 1], [16, 2], [1, 4], [0, 1]))
 # (CHUNK_LAYOUTS key, SPLIT): the variants checked and timed
 VARIANTS = [(0, False), (4, False)]  # (call 2's layout 2 was slower, 194 us against 181)
-# Timing diagnostics (wrong results), (CHUNK_LAYOUTS key, DIAG, STAGES): bits of DIAG 1 no V^T stores, 2 no P.V, 4
+# Timing diagnostics (wrong results), (CHUNK_LAYOUTS key, DIAG, STAGES, GATHER): bits of DIAG 1 no V^T stores, 2 no P.V, 4
 # no S^T, 8 no global loads (group C makes the tile from the slot ids); two stages (K only, 36 KB each) with DIAG & 1.
 # Session 41 call 5 (an H100, L2-resident pool / the suite's): layout 0 with DIAG 1 125.5 / 141.9 us, 5 112.6 / 129.7,
 # 9 96.9 / 97.2, 13 82.7 / 82.9; two stages: 1 125.4 / 140.1, 9 86.4 / 86.0, 13 76.3 / 76.3; shipped 117.4 / 142.9.
-DIAGS = ((0, 1, 1), (4, 1, 1))
+# Call 6: layout 4 (16-byte loads) with DIAG 1 111.2 / 145.7 us. GATHER (the last field): group G gathers the raw rows
+# by cp.async straight into K's stage (no V^T, no mask).
+DIAGS = ((4, 1, 1, False), (4, 1, 2, False), (4, 1, 1, True), (4, 1, 2, True), (4, 5, 2, True))
 
 
 def main() -> int:
@@ -557,9 +601,9 @@ def main() -> int:
         variants = {f"fp8 mma C{c}{' split' if sp else ''}":
                     [lambda s=s, c=c, sp=sp: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], c, sp)
                      for s in sets] for c, sp in VARIANTS}
-        variants.update({f"diag {d} st{n} C{c}": [lambda s=s, c=c, d=d, n=n: launch(s[0], u8, s[1], s[2], sm_scale,
-                                                                                    kw["kv_scale"], c, False, d, n)
-                                                   for s in sets] for c, d, n in DIAGS})
+        variants.update({f"diag {d} st{n} {'G' if g else 'C'}{c}": [
+            lambda s=s, c=c, d=d, n=n, g=g: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], c, False, d, n, g)
+            for s in sets] for c, d, n, g in DIAGS})
         variants.update({"shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale,
                                                                      kv_format="fp8_e4m3", out=s[2], **kw)
                                      for s in sets]})
