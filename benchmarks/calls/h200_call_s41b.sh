@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Prepared in session 41. Any sm90 card: proto_fp8_raw.py, the narrow fp8_e4m3 kernel gathering the raw rows by
+# cp.async into two stages, both products on e4m3 operands, V^T transposed in place: a unit check of the transpose,
+# the kernel against the PyTorch reference, then timed beside the shipped kernel on the suite's slot pool and on an
+# L2-resident one (T=256 H=16).
+#   bash benchmarks/calls/h200_call_s41b.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
+set -u
+export PYTHONUNBUFFERED=1
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
+timeout 240 python3 benchmarks/calls/proto_fp8_raw.py > "$OUT/proto_fp8_raw.log" 2>&1
+echo "== proto_fp8_raw T=256 rc=$?"; grep "unit\|trial\|^|\|correct\|Error\|error" "$OUT/proto_fp8_raw.log" | tail -24
