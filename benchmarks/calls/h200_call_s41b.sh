@@ -8,4 +8,4 @@ set -u
 export PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 timeout 240 python3 benchmarks/calls/proto_fp8_raw.py > "$OUT/proto_fp8_raw.log" 2>&1
-echo "== proto_fp8_raw T=256 rc=$?"; grep "unit\|trial\|^|\|correct\|Error\|error" "$OUT/proto_fp8_raw.log" | tail -24
+echo "== proto_fp8_raw T=256 rc=$?"; grep "unit\|debug\|trial\|^|\|correct\|Error\|error" "$OUT/proto_fp8_raw.log" | tail -24

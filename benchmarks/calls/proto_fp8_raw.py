@@ -111,7 +111,7 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars):
 
 @gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, qn8, qr8, p8, bars, out, stride_ot, stride_oh,
-             score_scale, out_scale, n_tiles, zero):
+             score_scale, out_scale, n_tiles, zero, dbg, DEBUG: gl.constexpr):
     """S^T, the softmax and O^T of every tile: the keys are wgmma's M, the heads its N."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
     O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
@@ -141,6 +141,12 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, qn8, qr8,
         mbarrier.arrive(bars.index(4 * st + ST_DONE))
         s_hi, s_lo = gl.split(gl.permute(gl.reshape(s2, [BLOCK_N, 2, BLOCK_H]), (0, 2, 1)))
         s = gl.convert_layout(s_hi + s_lo, O_L, assert_trivial=True) * s_scale[None, :]
+        if DEBUG:  # tile 0's scaled scores to dbg[t, 32768:] (float32 [64, 16])
+            if j == 0:
+                r = gl.arange(0, BLOCK_N, layout=KEYS)
+                h = gl.arange(0, BLOCK_H, layout=HEADS)
+                gl.store((dbg + t * 36864 + 32768).to(gl.pointer_type(gl.float32), bitcast=True)
+                         + r[:, None] * BLOCK_H + h[None, :], s)
         s = gl.where(((slot >= 0) & (slot < num_slots))[:, None], s, float("-inf"))
         m_new = gl.maximum(m_i, gl.max(s, axis=0))
         m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
@@ -156,6 +162,14 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, qn8, qr8,
         acc = acc * alpha[None, :]
         mbarrier.wait(bars.index(4 * st + VT_READY), ph)
         vt = _reinterpret(kn8.index(z + st), gl.float8e4nv, [D_NOPE, BLOCK_N], SW64)
+        if DEBUG:  # tile 0's V^T as M sees it to dbg[t, :32768] ([512, 64] bytes)
+            if j == 0:
+                LB: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
+                db = gl.arange(0, 64, layout=gl.SliceLayout(1, LB))
+                kb = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, LB))
+                for c in gl.static_range(8):
+                    gl.store(dbg + t * 36864 + (c * 64 + db[:, None]) * BLOCK_N + kb[None, :],
+                             vt.slice(c * 64, 64, dim=0).load(LB).to(gl.uint8, bitcast=True))
         acc = warpgroup_mma(vt, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
         acc = warpgroup_mma(vt, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
         acc = warpgroup_mma_wait(0, deps=[acc])
@@ -171,7 +185,7 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, qn8, qr8,
 
 @gluon.jit
 def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
-                  score_scale, out_scale, zero, TOPK: gl.constexpr):
+                  score_scale, out_scale, zero, dbg, TOPK: gl.constexpr, DEBUG: gl.constexpr = False):
     t = gl.program_id(0).to(gl.int64)
     kn8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_NOPE], SW128)
     kr8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_ROPE], SW64)
@@ -185,7 +199,7 @@ def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     n_tiles = TOPK // BLOCK_N
     gl.warp_specialize([
         (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, qn8, qr8, p8, bars, out, stride_ot,
-                    stride_oh, score_scale, out_scale, n_tiles, zero)),
+                    stride_oh, score_scale, out_scale, n_tiles, zero, dbg, DEBUG)),
         (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars)),
     ], [4], [GATHER_REGS])
 
@@ -213,10 +227,12 @@ def check_transpose(k_ptr, v_back):
                  vt.slice(c * 64, 64, dim=0).load(LB).to(gl.uint8, bitcast=True))
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, dbg=None):
+    """dbg: None, or a uint8 buffer [T, 36864] that gets each token's tile 0 as M sees it (V^T, then the scores)."""
     proto_fp8_raw[(q.shape[0],)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                                  idx.stride(0), out, out.stride(0), out.stride(1),
-                                 sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0, TOPK=idx.shape[1],
+                                 sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0,
+                                 cache_u8 if dbg is None else dbg, TOPK=idx.shape[1], DEBUG=dbg is not None,
                                  num_warps=4, maxnreg=128)
 
 
@@ -227,11 +243,14 @@ def compile_only() -> int:
     from sparsemla.gen.compile_check import _ptxas_resources
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
-           "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr"}
+           "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "dbg": "*u8",
+           "TOPK": "constexpr", "DEBUG": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
     target = GPUTarget("cuda", 90, 32)
-    k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_raw, sig, {"TOPK": 2048}, attrs=attrs), target=target,
-                       options={"num_warps": 4, "maxnreg": 128})
+    for debug in (True, False):
+        k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_raw, sig, {"TOPK": 2048, "DEBUG": debug},
+                                                         attrs=attrs), target=target,
+                           options={"num_warps": 4, "maxnreg": 128})
     ptx = k.asm["ptx"]
     print(f"Triton {triton.__version__} proto_fp8_raw: smem {k.metadata.shared} B; "
           f"wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async {len(re.findall(r'cp.async.cg', ptx))}; "
@@ -240,6 +259,29 @@ def compile_only() -> int:
                        target=target, options={"num_warps": 4})
     print(f"Triton {triton.__version__} check_transpose: smem {k.metadata.shared} B")
     return 0
+
+
+def debug_tile0(u8, kv_scale, sm_scale, T, H, topk, slots) -> bool:
+    """Tile 0 as M sees it (the DEBUG build), against PyTorch: V^T after the in-place transpose, and the scores."""
+    dev = u8.device
+    g = torch.Generator(device=dev).manual_seed(7)
+    idx = torch.randint(0, slots, (T, topk), device=dev, generator=g, dtype=torch.int32)
+    q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
+    out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
+    dbg = torch.zeros(T, 36864, device=dev, dtype=torch.uint8)
+    launch(q, u8, idx, out, sm_scale, kv_scale, dbg)
+    torch.cuda.synchronize()
+    rows = u8[idx[:, :64].long()]  # [T, 64, 576]
+    vt_ok = (dbg[:, :32768].view(T, 512, 64) == rows[:, :, :512].transpose(1, 2)).float().mean(dim=(1, 2))
+    k = rows.view(torch.float8_e4m3fn).float()
+    s_ref = torch.einsum("tkd,thd->tkh", k, q.float()) * (sm_scale * kv_scale * 1.4426950408889634)
+    s_got = dbg[:, 32768:].contiguous().view(torch.float32).view(T, 64, 16)
+    s_err = ((s_got - s_ref).norm() / s_ref.norm()).item()
+    good = bool((vt_ok == 1).all()) and s_err < 1e-2
+    print(f"debug tile 0: V^T bytes right in {int((vt_ok == 1).sum())} of {T} tokens (worst {vt_ok.min().item():.3f}); "
+          f"scores rel err {s_err:.2e}; output finite {bool(torch.isfinite(out.float()).all())} -> "
+          f"{'ok' if good else 'FAIL'}", flush=True)
+    return good
 
 
 def main() -> int:
@@ -264,6 +306,7 @@ def main() -> int:
     cache, kw = make_cache(FORMATS["fp8"], dev)
     u8 = cache.view(torch.uint8)
     sm_scale = 576 ** -0.5
+    ok_all &= debug_tile0(u8, kw["kv_scale"], sm_scale, T, H, topk, SLOTS)
     for trial in range(3):
         g = torch.Generator(device=dev).manual_seed(trial)
         idx = torch.randint(0, SLOTS, (T, topk), device=dev, generator=g, dtype=torch.int32)
