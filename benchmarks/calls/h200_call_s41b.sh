@@ -9,3 +9,6 @@ export PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 timeout 240 python3 benchmarks/calls/proto_fp8_raw.py > "$OUT/proto_fp8_raw.log" 2>&1
 echo "== proto_fp8_raw T=256 rc=$?"; grep "unit\|debug\|trial\|^|\|correct\|Error\|error" "$OUT/proto_fp8_raw.log" | tail -24
+# (the DEBUG build read out of bounds in session 41's call 11, under compute-sanitizer: last, on its own)
+timeout 100 python3 benchmarks/calls/proto_fp8_raw.py --debug-only > "$OUT/proto_fp8_raw_debug.log" 2>&1
+echo "== proto_fp8_raw --debug-only rc=$?"; grep "debug\|Error" "$OUT/proto_fp8_raw_debug.log" | tail -4
