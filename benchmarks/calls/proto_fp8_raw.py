@@ -47,10 +47,12 @@ FREE = gl.constexpr(3)  # M's P.V read V^T
 GATHER_REGS = gl.constexpr(96)
 SW128 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2))
 SW64 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2))
-# A 128-column block as loaded for the transpose (16 bytes of a row a thread), and as stored: a thread's 4 keys of a
-# column one 4-byte word, a warp's store two adjacent rows of V^T.
-LOAD_L = gl.constexpr(gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0]))
-VT_L = gl.constexpr(gl.BlockedLayout([4, 1], [16, 2], [1, 4], [0, 1]))
+# The stages as 32-bit words (4 columns of a key row; 4 keys of a V^T row): the same bytes, the same swizzles
+SW128_32 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2))
+SW64_32 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=32, rank=2))
+# A 128-column block's words as the transpose loads them: a thread's 4 keys of one word (4 columns), a warp 16 groups
+# of 4 keys x 2 words (two lanes a row, rows 8 apart in the 128-byte swizzle: 2-way bank conflicts at most)
+TR_L = gl.constexpr(gl.BlockedLayout([4, 1], [16, 2], [1, 4], [1, 0]))
 
 
 @gluon.jit
@@ -60,17 +62,55 @@ def _slots(idx_row, j, n_tiles, L: gl.constexpr):
 
 
 @gluon.jit
-def _transpose_in_place(stage, vt):
-    """The stage's 512 K columns [64, 512] (128-byte swizzle) rewritten as V^T [512, 64] (64-byte swizzle; vt, the
-    same bytes), one 128-column block (the same 8 KB in both) at a time."""
-    for c in gl.static_range(D_NOPE // 128):
-        x = stage.slice(c * 128, 128, dim=1).load(LOAD_L)
-        _barrier()  # every warp holds block c before any overwrites it
-        vt.slice(c * 128, 128, dim=0).store(gl.convert_layout(x, VT_L).permute((1, 0)))
+def _prmt_lo_pairs(x, y):  # x0 y0 x1 y1
+    return gl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x5140;", "=r,r,r", [x, y], dtype=gl.int32, is_pure=True,
+                                     pack=1)
 
 
 @gluon.jit
-def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bars):
+def _prmt_hi_pairs(x, y):  # x2 y2 x3 y3
+    return gl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x7362;", "=r,r,r", [x, y], dtype=gl.int32, is_pure=True,
+                                     pack=1)
+
+
+@gluon.jit
+def _prmt_lo_halves(x, y):  # x0 x1 y0 y1
+    return gl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x5410;", "=r,r,r", [x, y], dtype=gl.int32, is_pure=True,
+                                     pack=1)
+
+
+@gluon.jit
+def _prmt_hi_halves(x, y):  # x2 x3 y2 y3
+    return gl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x7632;", "=r,r,r", [x, y], dtype=gl.int32, is_pure=True,
+                                     pack=1)
+
+
+@gluon.jit
+def _transpose_in_place(k32, vt32):
+    """The stage's 512 K columns (k32: [64 keys, 128 words], 128-byte swizzle) rewritten as V^T (vt32: [512, 16
+    words], 64-byte swizzle; the same bytes), one 128-column block (the same 8 KB in both) at a time, without a
+    layout conversion (fewer shared-memory bytes than its scratch round trip). Each thread takes 4
+    keys of a word and transposes the 4 x 4 bytes by byte permutes: word i out is column 4 w + i of those keys."""
+    for c in gl.static_range(D_NOPE // 128):
+        x = k32.slice(c * 32, 32, dim=1).load(TR_L)  # [64, 32]
+        _barrier()  # every warp holds block c before any overwrites it
+        x = gl.permute(gl.reshape(x, [16, 4, 32]), (0, 2, 1))  # [key group, word, key in group]
+        k02, k13 = gl.split(gl.reshape(x, [16, 32, 2, 2]))  # (the last axis: key 2 p + q)
+        k0, k2 = gl.split(k02)
+        k1, k3 = gl.split(k13)
+        t0 = _prmt_lo_pairs(k0, k1)  # k0.0 k1.0 k0.1 k1.1
+        t1 = _prmt_lo_pairs(k2, k3)
+        t2 = _prmt_hi_pairs(k0, k1)  # k0.2 k1.2 k0.3 k1.3
+        t3 = _prmt_hi_pairs(k2, k3)
+        # [16, 32, 2, 2]: word 2 p + q of the 4 out, column 4 w + 2 p + q (k0 k1 k2 k3 of one byte each)
+        o = gl.join(gl.join(_prmt_lo_halves(t0, t1), _prmt_lo_halves(t2, t3)),
+                    gl.join(_prmt_hi_halves(t0, t1), _prmt_hi_halves(t2, t3)))
+        o = gl.reshape(gl.permute(gl.reshape(o, [16, 32, 4]), (1, 2, 0)), [128, 16])  # [column, key group]
+        vt32.slice(c * 128, 128, dim=0).store(o)
+
+
+@gluon.jit
+def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars):
     """Gathers tile j + 1 into its stage by cp.async (and tile j + 2's rows into L2), then turns tile j's K into V^T
     once M's S^T is done with it."""
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])  # a warp 4 rows x 128 bytes
@@ -92,8 +132,9 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bars):
             for c in gl.static_range(D_NOPE // 128):
                 cols = c * 128 + gl.arange(0, 128, layout=gl.SliceLayout(0, GC))
                 _cp_async(stage.slice(c * 128, 128, dim=1), kv + row[:, None] + cols[None, :], mask=ok[:, None])
-            row_r = gl.convert_layout(row, gl.SliceLayout(1, GR))
-            ok_r = gl.convert_layout(ok, gl.SliceLayout(1, GR))
+            slot_r = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GR))  # (again: no layout conversion in G)
+            ok_r = (slot_r >= 0) & (slot_r < num_slots)
+            row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
             cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
             _cp_async(kr8.index(gs), kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
             async_copy.mbarrier_arrive(bars.index(4 * gs + READY), increment_count=False)
@@ -102,7 +143,7 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bars):
             ph = (j // STAGES) & 1
             mbarrier.wait(bars.index(4 * st + READY), ph)  # (the rows, for this group's loads)
             mbarrier.wait(bars.index(4 * st + ST_DONE), ph)
-            _transpose_in_place(kn8.index(st), vt8.index(st))
+            _transpose_in_place(k32.index(st), vt32.index(st))
             fence_async_shared()  # V^T's stores, before wgmma (the async proxy) reads them
             _barrier()
             mbarrier.arrive(bars.index(4 * st + VT_READY))
@@ -193,6 +234,8 @@ def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     # the stages' K columns as V^T (a whole buffer reinterpreted, then indexed: a view of stage 1 reinterpreted
     # alone lost its offset in session 41's call 8)
     vt8 = _reinterpret(kn8, gl.float8e4nv, [STAGES, D_NOPE, BLOCK_N], SW64)
+    k32 = _reinterpret(kn8, gl.int32, [STAGES, BLOCK_N, D_NOPE // 4], SW128_32)
+    vt32 = _reinterpret(kn8, gl.int32, [STAGES, D_NOPE, BLOCK_N // 4], SW64_32)
     bars = gl.allocate_shared_memory(gl.int64, [4 * STAGES, 1], mbarrier.MBarrierLayout())
     for b in gl.static_range(4 * STAGES):
         mbarrier.init(bars.index(b), count=128 if b % 4 == READY else 1)
@@ -201,7 +244,7 @@ def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     gl.warp_specialize([
         (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8, qr8, p8, bars, out,
                     stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG)),
-        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, vt8, bars)),
+        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars)),
     ], [4], [GATHER_REGS])
 
 
@@ -212,6 +255,8 @@ def check_transpose(k_ptr, v_back):
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])
     stages = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_N, D_NOPE], SW128)
     stage = stages.index(0)
+    k32 = _reinterpret(stages, gl.int32, [1, BLOCK_N, D_NOPE // 4], SW128_32).index(0)
+    vt32 = _reinterpret(stages, gl.int32, [1, D_NOPE, BLOCK_N // 4], SW64_32).index(0)
     vt = _reinterpret(stages, gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64).index(0)
     rows = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, GC)).to(gl.int64) * D_NOPE
     for c in gl.static_range(D_NOPE // 128):
@@ -219,7 +264,7 @@ def check_transpose(k_ptr, v_back):
         stage.slice(c * 128, 128, dim=1).store(gl.load(k_ptr + rows[:, None] + cols[None, :]).to(gl.float8e4nv,
                                                                                                  bitcast=True))
     _barrier()
-    _transpose_in_place(stage, vt)
+    _transpose_in_place(k32, vt32)
     _barrier()
     LB: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
     db = gl.arange(0, 64, layout=gl.SliceLayout(1, LB))
