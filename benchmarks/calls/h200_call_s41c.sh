@@ -1,20 +1,15 @@
 #!/usr/bin/env bash
-# Prepared in session 41. Any sm90 card: proto_fp8_raw.py under compute-sanitizer (where the machine has it), T=2:
-# one plain launch, then the DEBUG build's tile 0; then the plain call as s41b runs it.
+# Prepared in session 41. Any sm90 card: proto_fp8_raw.py under compute-sanitizer (where the machine has it), T=2,
+# one plain launch each: as it is, without the transpose (DIAG 1), without P.V (DIAG 2), without both (DIAG 3).
 #   bash benchmarks/calls/h200_call_s41c.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
-san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/*/compute-sanitizer 2>/dev/null \
-      | head -1 || true)
-[ -z "$san" ] && san=$(find / -name compute-sanitizer -type f 2>/dev/null | head -1)
+san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1 || true)
 echo "== compute-sanitizer: ${san:-none}"
-for mode in --plain-only --debug-only; do
-  if [ -n "$san" ]; then
-    timeout 200 "$san" --tool memcheck --print-limit 6 python3 benchmarks/calls/proto_fp8_raw.py --tokens 2 $mode \
-      > "$OUT/sanitizer${mode}.log" 2>&1
-  else
-    timeout 100 python3 benchmarks/calls/proto_fp8_raw.py --tokens 2 $mode > "$OUT/sanitizer${mode}.log" 2>&1
-  fi
-  echo "== $mode rc=$?"; grep -v "^\s*$" "$OUT/sanitizer${mode}.log" | grep -v "^=========     \(Host\|  \)" | head -40
+for diag in 0 1 2 3; do
+  ${san:+$san --tool memcheck --print-limit 2} timeout 200 python3 benchmarks/calls/proto_fp8_raw.py --tokens 2 \
+    --plain-only --diag $diag > "$OUT/sanitizer_diag$diag.log" 2>&1
+  echo "== DIAG $diag rc=$?"; grep "plain launch\|Out-of-range\|Invalid\|ERROR SUMMARY\|at proto" \
+    "$OUT/sanitizer_diag$diag.log" | head -4
 done

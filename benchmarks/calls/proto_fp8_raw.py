@@ -110,7 +110,7 @@ def _transpose_in_place(k32, vt32):
 
 
 @gluon.jit
-def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars):
+def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG: gl.constexpr):
     """Gathers tile j + 1 into its stage by cp.async (and tile j + 2's rows into L2), then turns tile j's K into V^T
     once M's S^T is done with it."""
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])  # a warp 4 rows x 128 bytes
@@ -143,7 +143,8 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, b
             ph = (j // STAGES) & 1
             mbarrier.wait(bars.index(4 * st + READY), ph)  # (the rows, for this group's loads)
             mbarrier.wait(bars.index(4 * st + ST_DONE), ph)
-            _transpose_in_place(k32.index(st), vt32.index(st))
+            if DIAG & 1 == 0:  # (DIAG & 1: no transpose; P.V reads K as V^T)
+                _transpose_in_place(k32.index(st), vt32.index(st))
             fence_async_shared()  # V^T's stores, before wgmma (the async proxy) reads them
             _barrier()
             mbarrier.arrive(bars.index(4 * st + VT_READY))
@@ -151,7 +152,7 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, b
 
 @gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8, qr8, p8, bars, out, stride_ot,
-             stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG: gl.constexpr):
+             stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG: gl.constexpr, DIAG: gl.constexpr):
     """S^T, the softmax and O^T of every tile: the keys are wgmma's M, the heads its N."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
     O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
@@ -209,9 +210,10 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8,
                 for c in gl.static_range(8):
                     gl.store(dbg + t * 32768 + (c * 64 + db[:, None]) * BLOCK_N + kb[None, :],
                              vt.slice(c * 64, 64, dim=0).load(LB).to(gl.uint8, bitcast=True))
-        acc = warpgroup_mma(vt, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
-        acc = warpgroup_mma(vt, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
-        acc = warpgroup_mma_wait(0, deps=[acc])
+        if DIAG & 2 == 0:  # (DIAG & 2: no P.V)
+            acc = warpgroup_mma(vt, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma(vt, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(0, deps=[acc])
         _barrier()
         mbarrier.arrive(bars.index(4 * st + FREE))
     l_o = gl.sum(l_k, axis=0)
@@ -224,7 +226,8 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8,
 
 @gluon.jit
 def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
-                  score_scale, out_scale, zero, dbg, dbg_s, TOPK: gl.constexpr, DEBUG: gl.constexpr = False):
+                  score_scale, out_scale, zero, dbg, dbg_s, TOPK: gl.constexpr, DEBUG: gl.constexpr = False,
+                  DIAG: gl.constexpr = 0):
     t = gl.program_id(0).to(gl.int64)
     kn8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_NOPE], SW128)
     kr8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_ROPE], SW64)
@@ -243,8 +246,8 @@ def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     n_tiles = TOPK // BLOCK_N
     gl.warp_specialize([
         (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8, qr8, p8, bars, out,
-                    stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG)),
-        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars)),
+                    stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG, DIAG)),
+        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG)),
     ], [4], [GATHER_REGS])
 
 
@@ -274,13 +277,13 @@ def check_transpose(k_ptr, v_back):
                  vt.slice(c * 64, 64, dim=0).load(LB).to(gl.uint8, bitcast=True))
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, dbg=None):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, dbg=None, diag=0):
     """dbg: None, or (uint8 [T, 512, 64], float32 [T, 64, 16]) for each token's tile 0 as M sees it: V^T, scores."""
     proto_fp8_raw[(q.shape[0],)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                                  idx.stride(0), out, out.stride(0), out.stride(1),
                                  sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0,
                                  *((cache_u8, out) if dbg is None else dbg), TOPK=idx.shape[1],
-                                 DEBUG=dbg is not None,
+                                 DEBUG=dbg is not None, DIAG=diag,
                                  num_warps=4, maxnreg=128)
 
 
@@ -292,11 +295,12 @@ def compile_only() -> int:
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "dbg": "*u8",
-           "dbg_s": "*fp32", "TOPK": "constexpr", "DEBUG": "constexpr"}
+           "dbg_s": "*fp32", "TOPK": "constexpr", "DEBUG": "constexpr",
+           "DIAG": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
     target = GPUTarget("cuda", 90, 32)
     for debug in (True, False):
-        k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_raw, sig, {"TOPK": 2048, "DEBUG": debug},
+        k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_raw, sig, {"TOPK": 2048, "DEBUG": debug, "DIAG": 0},
                                                          attrs=attrs), target=target,
                            options={"num_warps": 4, "maxnreg": 128})
     ptx = k.asm["ptx"]
@@ -339,6 +343,7 @@ def main() -> int:
     ap.add_argument("--l2-slots", type=int, default=16384, help="the L2-resident pool timed after the suite's")
     ap.add_argument("--debug-only", action="store_true", help="the unit check and the DEBUG build's tile 0 only")
     ap.add_argument("--plain-only", action="store_true", help="one plain launch only (e.g. under compute-sanitizer)")
+    ap.add_argument("--diag", type=int, default=0, help="with --plain-only: bits 1 no transpose, 2 no P.V")
     args = ap.parse_args()
     if args.compile:
         return compile_only()
@@ -360,9 +365,9 @@ def main() -> int:
         idx = torch.randint(0, SLOTS, (T, topk), device=dev, dtype=torch.int32)
         q = torch.randn(T, H, 576, device=dev).bfloat16()
         out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
-        launch(q, u8, idx, out, sm_scale, kw["kv_scale"])
+        launch(q, u8, idx, out, sm_scale, kw["kv_scale"], diag=args.diag)
         torch.cuda.synchronize()
-        print(f"plain launch: output finite {bool(torch.isfinite(out.float()).all())}")
+        print(f"plain launch (DIAG {args.diag}): output finite {bool(torch.isfinite(out.float()).all())}")
         return 0
     if args.debug_only:
         return 0 if ok_all and debug_tile0(u8, kw["kv_scale"], sm_scale, T, H, topk, SLOTS) else 1
