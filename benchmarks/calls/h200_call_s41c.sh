@@ -8,7 +8,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1 || true)
 echo "== compute-sanitizer: ${san:-none}"
 for diag in 0 1 2 3; do
-  ${san:+$san --tool memcheck --print-limit 2} timeout 200 python3 benchmarks/calls/proto_fp8_raw.py --tokens 2 \
+  timeout 200 ${san:+$san --tool memcheck --print-limit 2} python3 benchmarks/calls/proto_fp8_raw.py --tokens 2 \
     --plain-only --diag $diag > "$OUT/sanitizer_diag$diag.log" 2>&1
   echo "== DIAG $diag rc=$?"; grep "plain launch\|Out-of-range\|Invalid\|ERROR SUMMARY\|at proto" \
     "$OUT/sanitizer_diag$diag.log" | head -4
