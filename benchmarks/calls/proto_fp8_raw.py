@@ -151,7 +151,7 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, b
 
 
 @gluon.jit
-def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8, qr8, p8, bars, out, stride_ot,
+def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_1, qn8, qr8, p8, bars, out, stride_ot,
              stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG: gl.constexpr, DIAG: gl.constexpr):
     """S^T, the softmax and O^T of every tile: the keys are wgmma's M, the heads its N."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
@@ -201,7 +201,7 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8,
         _barrier()  # all four warps' P, before the warp group's wgmma reads it
         acc = acc * alpha[None, :]
         mbarrier.wait(bars.index(4 * st + VT_READY), ph)
-        vt = vt8.index(z + st)
+        vt = vt_0.index(z)  # (stage 0's, for DEBUG)
         if DEBUG:  # tile 0's V^T as M sees it to dbg[t] ([512, 64] bytes)
             if j == 0:
                 LB: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
@@ -211,9 +211,12 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8,
                     gl.store(dbg + t * 32768 + (c * 64 + db[:, None]) * BLOCK_N + kb[None, :],
                              vt.slice(c * 64, 64, dim=0).load(LB).to(gl.uint8, bitcast=True))
         if DIAG & 2 == 0:  # (DIAG & 2: no P.V)
-            acc = warpgroup_mma(vt, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma(vt, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma_wait(0, deps=[acc])
+            # each stage's V^T its own view (the whole buffer's view indexed by the stage took P.V's wgmmas out of
+            # range under compute-sanitizer: session 41's call 15)
+            if st == 0:
+                acc = _pv(vt_0.index(z), p8, z, acc)
+            else:
+                acc = _pv(vt_1.index(z), p8, z, acc)
         _barrier()
         mbarrier.arrive(bars.index(4 * st + FREE))
     l_o = gl.sum(l_k, axis=0)
@@ -222,6 +225,13 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8,
     heads = gl.arange(0, BLOCK_H, layout=HEADS)
     gl.store(out + t * stride_ot + heads.to(gl.int64)[None, :] * stride_oh + dims[:, None],
              (acc * inv[None, :]).to(gl.bfloat16))
+
+
+@gluon.jit
+def _pv(vt, p8, z, acc):
+    acc = warpgroup_mma(vt, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
+    acc = warpgroup_mma(vt, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
+    return warpgroup_mma_wait(0, deps=[acc])
 
 
 @gluon.jit
@@ -234,9 +244,9 @@ def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     qn8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_NOPE], SW128)
     qr8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_ROPE], SW64)
     p8 = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_H, BLOCK_N], SW64)
-    # the stages' K columns as V^T (a whole buffer reinterpreted, then indexed: a view of stage 1 reinterpreted
-    # alone lost its offset in session 41's call 8)
-    vt8 = _reinterpret(kn8, gl.float8e4nv, [STAGES, D_NOPE, BLOCK_N], SW64)
+    # each stage's K columns as V^T [512, 64] (64-byte swizzle), for M's P.V
+    vt_0 = _reinterpret(kn8.index(0), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
+    vt_1 = _reinterpret(kn8.index(1), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
     k32 = _reinterpret(kn8, gl.int32, [STAGES, BLOCK_N, D_NOPE // 4], SW128_32)
     vt32 = _reinterpret(kn8, gl.int32, [STAGES, D_NOPE, BLOCK_N // 4], SW64_32)
     bars = gl.allocate_shared_memory(gl.int64, [4 * STAGES, 1], mbarrier.MBarrierLayout())
@@ -245,7 +255,7 @@ def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     idx_row = idx + t * stride_it
     n_tiles = TOPK // BLOCK_N
     gl.warp_specialize([
-        (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt8, qn8, qr8, p8, bars, out,
+        (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_1, qn8, qr8, p8, bars, out,
                     stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG, DIAG)),
         (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG)),
     ], [4], [GATHER_REGS])
