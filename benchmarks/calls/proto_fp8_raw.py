@@ -11,10 +11,19 @@ What was missing is V^T: fp8 wgmma reads only K-major operands. Here it is made 
   bytes, each block 8 KB: 64 rows of one 128-byte swizzle row; the rope's 64 bytes in a buffer of their own), then
   waits for tile j's rows and for M's S^T of tile j, and transposes the stage's 512 columns in place: column block c
   of K and rows 128c-128c+127 of V^T ([512, 64] with a 64-byte swizzle) are the same 8 KB, so each block is loaded
-  into registers, all four warps wait at a barrier, and it is stored back transposed (Triton stores it by stmatrix).
+  into registers as 32-bit words (a thread's 4 keys of one word), all four warps wait at a barrier, and each 4 x 4
+  block of bytes is transposed by byte permutes and stored back as V^T's words.
 - Group M: S^T from the stage against Q's two e4m3 halves, the softmax (the keys' mask from the slot ids, loaded a
   tile ahead: cp.async zero-fills missing rows), P x 256's two e4m3 halves, then O^T += V^T P^T from the stage.
-Shared memory a program: two stages of 36 KB, Q's halves 18 KB, P's 2 KB, the transpose's scratch: two programs an SM.
+Shared memory a program: two stages of 36 KB, Q's halves 18 KB, P's 2 KB: 94.5 KB, two programs an SM.
+
+Outcome (session 41, calls 8-16, an H100; benchmarks/results/session41/README.md): correct (rel err 1.8-2.7e-3, as
+proto_fp8_mma.py; tile 0's V^T and scores as M sees them checked byte for byte), but slow: 174.9 us on an L2-resident
+slot pool and 178.5 on the suite's, against the shipped 116.2 / 143.0 (and 77.8 / 107.5 with P.V on the untransposed
+stage). The transpose sits between S^T and P.V of every tile, and by its layout's arithmetic (not profiled) its loads
+hit the same banks 8 ways: a warp reads 16 key rows whose 128-byte swizzle takes only two values. On the way: the
+layout conversion's transpose (by stmatrix) gave NaN, and M's P.V on a view of the whole two-stage buffer, reinterpreted then indexed by the stage,
+read shared memory out of range under compute-sanitizer (call 15); each stage's own reinterpreted view is right.
 
 Scope: fp8_e4m3, d_qk 576, 16 heads, one split, no sink, LSE or topk_length.
   python3 benchmarks/calls/proto_fp8_raw.py            (GPU: unit check, correctness, timing beside the shipped kernel)
@@ -51,7 +60,7 @@ SW64 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth
 SW128_32 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2))
 SW64_32 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=32, rank=2))
 # A 128-column block's words as the transpose loads them: a thread's 4 keys of one word (4 columns), a warp 16 groups
-# of 4 keys x 2 words (two lanes a row, rows 8 apart in the 128-byte swizzle: 2-way bank conflicts at most)
+# of 4 keys x 2 words. (A load's 16 rows, 4 apart, take two values of the 128-byte swizzle: 8-way bank conflicts.)
 TR_L = gl.constexpr(gl.BlockedLayout([4, 1], [16, 2], [1, 4], [1, 0]))
 
 
