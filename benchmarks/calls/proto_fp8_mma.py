@@ -509,7 +509,8 @@ def compile_only() -> int:
         ptx = k.asm["ptx"]
         open(f"/tmp/proto_fp8_mma{c_layout}{int(split)}.cubin", "wb").write(k.asm["cubin"])
         mmas = re.findall(r"wgmma.mma_async[^ ]*", ptx)
-        print(f"Triton {triton.__version__} C{c_layout} SPLIT {split} DIAG {diag} STAGES {stages} GATHER {gather}: smem {k.metadata.shared} B; wgmma {len(mmas)} "
+        print(f"Triton {triton.__version__} C{c_layout} SPLIT {split} DIAG {diag} STAGES {stages} GATHER {gather}: "
+              f"smem {k.metadata.shared} B; wgmma {len(mmas)} "
               f"{sorted(set(mmas))}; st.shared {len(re.findall(r'st.shared', ptx))}; "
               f"ld.global {len(re.findall(r'ld.global', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
     return 0
@@ -530,12 +531,14 @@ VT_CONVERTED = {4}
 VT_L = gl.constexpr(gl.BlockedLayout([4, 1], [16, 2], [1, 4], [0, 1]))
 # (CHUNK_LAYOUTS key, SPLIT): the variants checked and timed
 VARIANTS = [(0, False), (4, False)]  # (call 2's layout 2 was slower, 194 us against 181)
-# Timing diagnostics (wrong results), (CHUNK_LAYOUTS key, DIAG, STAGES, GATHER): bits of DIAG 1 no V^T stores, 2 no P.V, 4
-# no S^T, 8 no global loads (group C makes the tile from the slot ids); two stages (K only, 36 KB each) with DIAG & 1.
-# Session 41 call 5 (an H100, L2-resident pool / the suite's): layout 0 with DIAG 1 125.5 / 141.9 us, 5 112.6 / 129.7,
-# 9 96.9 / 97.2, 13 82.7 / 82.9; two stages: 1 125.4 / 140.1, 9 86.4 / 86.0, 13 76.3 / 76.3; shipped 117.4 / 142.9.
-# Call 6: layout 4 (16-byte loads) with DIAG 1 111.2 / 145.7 us. GATHER (the last field): group G gathers the raw rows
-# by cp.async straight into K's stage (no V^T, no mask).
+# Timing diagnostics (wrong results), (CHUNK_LAYOUTS key, DIAG, STAGES, GATHER): bits of DIAG 1 no V^T stores, 2 no
+# P.V, 4 no S^T, 8 no global loads (group C makes the tile from the slot ids); two stages (K only, 36 KB each) with
+# DIAG & 1; GATHER, group G gathers the raw rows by cp.async straight into K's stage (no V^T, no mask).
+# Session 41, an H100, us on an L2-resident pool / the suite's (shipped 115.4-117.9 / 142.7-144.9):
+# - call 5, layout 0: DIAG 1 125.5 / 141.9, 5 112.6 / 129.7, 9 96.9 / 97.2, 13 82.7 / 82.9; two stages: 1 125.4 /
+#   140.1, 9 86.4 / 86.0, 13 76.3 / 76.3.
+# - calls 6-7, layout 4 (16-byte loads): DIAG 1 111.2-112.2 / 144.4-145.7, two stages 115.6 / 138.5; GATHER: one stage
+#   85.9 / 114.2, two 77.8 / 107.5, two without S^T 66.3 / 105.9 (proto_fp8_raw.py is that design with V^T).
 DIAGS = ((4, 1, 1, False), (4, 1, 2, False), (4, 1, 1, True), (4, 1, 2, True), (4, 5, 2, True))
 
 

@@ -22,8 +22,9 @@ proto_fp8_mma.py; tile 0's V^T and scores as M sees them checked byte for byte),
 slot pool and 178.5 on the suite's, against the shipped 116.2 / 143.0 (and 77.8 / 107.5 with P.V on the untransposed
 stage). The transpose sits between S^T and P.V of every tile, and by its layout's arithmetic (not profiled) its loads
 hit the same banks 8 ways: a warp reads 16 key rows whose 128-byte swizzle takes only two values. On the way: the
-layout conversion's transpose (by stmatrix) gave NaN, and M's P.V on a view of the whole two-stage buffer, reinterpreted then indexed by the stage,
-read shared memory out of range under compute-sanitizer (call 15); each stage's own reinterpreted view is right.
+layout conversion's transpose (by stmatrix) gave NaN, and M's P.V on a view of the whole two-stage buffer,
+reinterpreted then indexed by the stage, read shared memory out of range under compute-sanitizer (call 15); each
+stage's own reinterpreted view is right.
 
 Scope: fp8_e4m3, d_qk 576, 16 heads, one split, no sink, LSE or topk_length.
   python3 benchmarks/calls/proto_fp8_raw.py            (GPU: unit check, correctness, timing beside the shipped kernel)
