@@ -42,8 +42,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     async_copy, fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proto_fp8_mma import (  # noqa: E402  (the same Q halves, P halves and L2 prefetch)
-    BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, P_SCALE, _halves, _load_q_halves, _prefetch_l2, _reinterpret)
+from proto_fp8_mma import (  # noqa: E402  (the same Q halves, P halves, slot ids and L2 prefetch)
+    BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, P_SCALE, _halves, _load_q_halves, _prefetch_l2, _reinterpret, _slots)
 
 _barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 _cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
@@ -63,12 +63,6 @@ SW64_32 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwi
 # A 128-column block's words as the transpose loads them: a thread's 4 keys of one word (4 columns), a warp 16 groups
 # of 4 keys x 2 words. (A load's 16 rows, 4 apart, take two values of the 128-byte swizzle: 8-way bank conflicts.)
 TR_L = gl.constexpr(gl.BlockedLayout([4, 1], [16, 2], [1, 4], [1, 0]))
-
-
-@gluon.jit
-def _slots(idx_row, j, n_tiles, L: gl.constexpr):
-    keys = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=L)
-    return gl.load(idx_row + keys, mask=j < n_tiles, other=-1)
 
 
 @gluon.jit
@@ -98,9 +92,9 @@ def _prmt_hi_halves(x, y):  # x2 x3 y2 y3
 @gluon.jit
 def _transpose_in_place(k32, vt32):
     """The stage's 512 K columns (k32: [64 keys, 128 words], 128-byte swizzle) rewritten as V^T (vt32: [512, 16
-    words], 64-byte swizzle; the same bytes), one 128-column block (the same 8 KB in both) at a time, without a
-    layout conversion (fewer shared-memory bytes than its scratch round trip). Each thread takes 4
-    keys of a word and transposes the 4 x 4 bytes by byte permutes: word i out is column 4 w + i of those keys."""
+    words], 64-byte swizzle; the same bytes), one 128-column block (the same 8 KB in both) at a time. Each thread
+    takes 4 keys of a word and transposes the 4 x 4 bytes by byte permutes: word i out is column 4 w + i of those
+    keys. (No layout conversion: it moves twice the shared-memory bytes, through a scratch buffer.)"""
     for c in gl.static_range(D_NOPE // 128):
         x = k32.slice(c * 32, 32, dim=1).load(TR_L)  # [64, 32]
         _barrier()  # every warp holds block c before any overwrites it
@@ -142,7 +136,7 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, b
             for c in gl.static_range(D_NOPE // 128):
                 cols = c * 128 + gl.arange(0, 128, layout=gl.SliceLayout(0, GC))
                 _cp_async(stage.slice(c * 128, 128, dim=1), kv + row[:, None] + cols[None, :], mask=ok[:, None])
-            slot_r = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GR))  # (again: no layout conversion in G)
+            slot_r = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GR))  # (loaded again: no layout conversion)
             ok_r = (slot_r >= 0) & (slot_r < num_slots)
             row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
             cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
@@ -211,9 +205,9 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_
         _barrier()  # all four warps' P, before the warp group's wgmma reads it
         acc = acc * alpha[None, :]
         mbarrier.wait(bars.index(4 * st + VT_READY), ph)
-        vt = vt_0.index(z)  # (stage 0's, for DEBUG)
         if DEBUG:  # tile 0's V^T as M sees it to dbg[t] ([512, 64] bytes)
             if j == 0:
+                vt = vt_0.index(z)  # (tile 0 is stage 0's)
                 LB: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
                 db = gl.arange(0, 64, layout=gl.SliceLayout(1, LB))
                 kb = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, LB))
