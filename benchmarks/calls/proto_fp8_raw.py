@@ -60,9 +60,11 @@ SW64 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth
 # The stages as 32-bit words (4 columns of a key row; 4 keys of a V^T row): the same bytes, the same swizzles
 SW128_32 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2))
 SW64_32 = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=32, rank=2))
-# A 128-column block's words as the transpose loads them: a thread's 4 keys of one word (4 columns), a warp 16 groups
-# of 4 keys x 2 words. (A load's 16 rows, 4 apart, take two values of the 128-byte swizzle: 8-way bank conflicts.)
-TR_L = gl.constexpr(gl.BlockedLayout([4, 1], [16, 2], [1, 4], [1, 0]))
+# A 128-column block's words [64 keys, 32 words] as the transpose loads them (TR_LAYOUTS[TRL]); by the arithmetic of
+# the swizzles (a 4-byte store's lanes write V^T rows of one parity, so 2-way at best):
+# 0: a thread's 4 keys of one word, a warp 16 groups of 4 keys x 2 words: loads 8-way, stores 2-way (call 16)
+# 1: a thread's 4 keys of 4 words (16-byte loads), a warp 16 groups x 2 units: loads and stores 2-way
+TR_LAYOUTS = {0: gl.BlockedLayout([4, 1], [16, 2], [1, 4], [1, 0]), 1: gl.BlockedLayout([4, 4], [16, 2], [1, 4], [1, 0])}
 
 
 @gluon.jit
@@ -90,7 +92,7 @@ def _prmt_hi_halves(x, y):  # x2 x3 y2 y3
 
 
 @gluon.jit
-def _transpose_in_place(k32, vt32):
+def _transpose_in_place(k32, vt32, TR_L: gl.constexpr):
     """The stage's 512 K columns (k32: [64 keys, 128 words], 128-byte swizzle) rewritten as V^T (vt32: [512, 16
     words], 64-byte swizzle; the same bytes), one 128-column block (the same 8 KB in both) at a time. Each thread
     takes 4 keys of a word and transposes the 4 x 4 bytes by byte permutes: word i out is column 4 w + i of those
@@ -114,7 +116,8 @@ def _transpose_in_place(k32, vt32):
 
 
 @gluon.jit
-def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG: gl.constexpr):
+def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG: gl.constexpr,
+             TR_L: gl.constexpr):
     """Gathers tile j + 1 into its stage by cp.async (and tile j + 2's rows into L2), then turns tile j's K into V^T
     once M's S^T is done with it."""
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])  # a warp 4 rows x 128 bytes
@@ -148,7 +151,7 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, b
             mbarrier.wait(bars.index(4 * st + READY), ph)  # (the rows, for this group's loads)
             mbarrier.wait(bars.index(4 * st + ST_DONE), ph)
             if DIAG & 1 == 0:  # (DIAG & 1: no transpose; P.V reads K as V^T)
-                _transpose_in_place(k32.index(st), vt32.index(st))
+                _transpose_in_place(k32.index(st), vt32.index(st), TR_L)
             fence_async_shared()  # V^T's stores, before wgmma (the async proxy) reads them
             _barrier()
             mbarrier.arrive(bars.index(4 * st + VT_READY))
@@ -240,8 +243,8 @@ def _pv(vt, p8, z, acc):
 
 @gluon.jit
 def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
-                  score_scale, out_scale, zero, dbg, dbg_s, TOPK: gl.constexpr, DEBUG: gl.constexpr = False,
-                  DIAG: gl.constexpr = 0):
+                  score_scale, out_scale, zero, dbg, dbg_s, TOPK: gl.constexpr, TR_L: gl.constexpr,
+                  DEBUG: gl.constexpr = False, DIAG: gl.constexpr = 0):
     t = gl.program_id(0).to(gl.int64)
     kn8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_NOPE], SW128)
     kr8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_ROPE], SW64)
@@ -261,12 +264,12 @@ def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     gl.warp_specialize([
         (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_1, qn8, qr8, p8, bars, out,
                     stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG, DIAG)),
-        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG)),
+        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG, TR_L)),
     ], [4], [GATHER_REGS])
 
 
 @gluon.jit
-def check_transpose(k_ptr, v_back):
+def check_transpose(k_ptr, v_back, TR_L: gl.constexpr):
     """Unit check: K [64, 512] e4m3 bytes stored into a stage as cp.async places them, transposed in place; the V^T
     view read back into v_back [512, 64]."""
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])
@@ -281,7 +284,7 @@ def check_transpose(k_ptr, v_back):
         stage.slice(c * 128, 128, dim=1).store(gl.load(k_ptr + rows[:, None] + cols[None, :]).to(gl.float8e4nv,
                                                                                                  bitcast=True))
     _barrier()
-    _transpose_in_place(k32, vt32)
+    _transpose_in_place(k32, vt32, TR_L)
     _barrier()
     LB: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
     db = gl.arange(0, 64, layout=gl.SliceLayout(1, LB))
@@ -291,13 +294,13 @@ def check_transpose(k_ptr, v_back):
                  vt.slice(c * 64, 64, dim=0).load(LB).to(gl.uint8, bitcast=True))
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, dbg=None, diag=0):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, dbg=None, diag=0, trl=1):
     """dbg: None, or (uint8 [T, 512, 64], float32 [T, 64, 16]) for each token's tile 0 as M sees it: V^T, scores."""
     proto_fp8_raw[(q.shape[0],)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                                  idx.stride(0), out, out.stride(0), out.stride(1),
                                  sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0,
                                  *((cache_u8, out) if dbg is None else dbg), TOPK=idx.shape[1],
-                                 DEBUG=dbg is not None, DIAG=diag,
+                                 DEBUG=dbg is not None, DIAG=diag, TR_L=TR_LAYOUTS[trl],
                                  num_warps=4, maxnreg=128)
 
 
@@ -310,20 +313,23 @@ def compile_only() -> int:
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "dbg": "*u8",
            "dbg_s": "*fp32", "TOPK": "constexpr", "DEBUG": "constexpr",
-           "DIAG": "constexpr"}
+           "DIAG": "constexpr", "TR_L": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
     target = GPUTarget("cuda", 90, 32)
-    for debug in (True, False):
-        k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_raw, sig, {"TOPK": 2048, "DEBUG": debug, "DIAG": 0},
-                                                         attrs=attrs), target=target,
-                           options={"num_warps": 4, "maxnreg": 128})
-    ptx = k.asm["ptx"]
-    print(f"Triton {triton.__version__} proto_fp8_raw: smem {k.metadata.shared} B; "
-          f"wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async {len(re.findall(r'cp.async.cg', ptx))}; "
-          f"stmatrix {len(re.findall(r'stmatrix', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
-    k = triton.compile(gluon._runtime.GluonASTSource(check_transpose, {"k_ptr": "*u8", "v_back": "*u8"}, {}),
-                       target=target, options={"num_warps": 4})
-    print(f"Triton {triton.__version__} check_transpose: smem {k.metadata.shared} B")
+    for debug, trl in ((True, 1), (False, 0), (False, 1)):
+        k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_raw, sig, {"TOPK": 2048, "DEBUG": debug, "DIAG": 0,
+                                                                              "TR_L": TR_LAYOUTS[trl]}, attrs=attrs),
+                           target=target, options={"num_warps": 4, "maxnreg": 128})
+        ptx = k.asm["ptx"]
+        print(f"Triton {triton.__version__} proto_fp8_raw DEBUG {debug} transpose layout {trl}: smem "
+              f"{k.metadata.shared} B; wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async "
+              f"{len(re.findall(r'cp.async.cg', ptx))}; ld.shared {len(re.findall(r'ld.shared', ptx))}; st.shared "
+              f"{len(re.findall(r'st.shared', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
+    for trl, layout in TR_LAYOUTS.items():
+        k = triton.compile(gluon._runtime.GluonASTSource(check_transpose, {"k_ptr": "*u8", "v_back": "*u8",
+                                                                           "TR_L": "constexpr"}, {"TR_L": layout}),
+                           target=target, options={"num_warps": 4})
+        print(f"Triton {triton.__version__} check_transpose, transpose layout {trl}: smem {k.metadata.shared} B")
     return 0
 
 
@@ -369,9 +375,12 @@ def main() -> int:
     T, H, topk = args.tokens, 16, 2048
     k8 = (torch.randn(64, 512, device=dev) * 4).to(torch.float8_e4m3fn)
     v_back = torch.empty(512, 64, device=dev, dtype=torch.uint8)
-    check_transpose[(1,)](k8.view(torch.uint8), v_back, num_warps=4)
-    ok_all = bool(torch.equal(v_back, k8.view(torch.uint8).t()))
-    print(f"unit: in-place transpose {'ok' if ok_all else 'FAIL'}", flush=True)
+    ok_all = True
+    for trl, layout in TR_LAYOUTS.items():
+        check_transpose[(1,)](k8.view(torch.uint8), v_back, TR_L=layout, num_warps=4)
+        ok = bool(torch.equal(v_back, k8.view(torch.uint8).t()))
+        ok_all &= ok
+        print(f"unit: in-place transpose, layout {trl} {'ok' if ok else 'FAIL'}", flush=True)
     cache, kw = make_cache(FORMATS["fp8"], dev)
     u8 = cache.view(torch.uint8)
     sm_scale = 576 ** -0.5
@@ -398,16 +407,17 @@ def main() -> int:
             q[6, :, :64] *= 1e-3
         ref = sparsemla.sparse_mla(q, cache, idx.clamp_max(SLOTS - 1).masked_fill(idx >= SLOTS, -1),
                                    sm_scale=sm_scale, kv_format="fp8_e4m3", backend="torch", **kw)
-        out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
-        launch(q, u8, idx, out, sm_scale, kw["kv_scale"])
-        err = ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
-        worst = ((out.float() - ref.float()).abs().amax() / ref.float().abs().amax()).item()
-        finite = bool(torch.isfinite(out.float()).all())
-        zero_row = float(out[3].float().abs().max()) if trial == 1 else 0.0
-        good = finite and err < 8e-3 and zero_row == 0.0
-        ok_all &= good
-        print(f"trial {trial}: rel err {err:.2e}, max abs err / max {worst:.2e}, finite {finite}, all-invalid row max "
-              f"{zero_row} -> {'ok' if good else 'FAIL'}", flush=True)
+        for trl in TR_LAYOUTS:
+            out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
+            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], trl=trl)
+            err = ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
+            worst = ((out.float() - ref.float()).abs().amax() / ref.float().abs().amax()).item()
+            finite = bool(torch.isfinite(out.float()).all())
+            zero_row = float(out[3].float().abs().max()) if trial == 1 else 0.0
+            good = finite and err < 8e-3 and zero_row == 0.0
+            ok_all &= good
+            print(f"trial {trial}, transpose layout {trl}: rel err {err:.2e}, max abs err / max {worst:.2e}, finite "
+                  f"{finite}, all-invalid row max {zero_row} -> {'ok' if good else 'FAIL'}", flush=True)
     nbytes = T * topk * 576
     copy = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
     dst = torch.empty_like(copy)
@@ -422,7 +432,11 @@ def main() -> int:
             q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
             sets.append((q, idx, torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
         variants = {
-            "raw e4m3": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"]) for s in sets],
+            **{f"raw e4m3, transpose layout {trl}": [lambda s=s, trl=trl: launch(s[0], u8, s[1], s[2], sm_scale,
+                                                                              kw["kv_scale"], trl=trl) for s in sets]
+               for trl in TR_LAYOUTS},
+            "raw e4m3, no transpose (wrong)": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"],
+                                                                  diag=1) for s in sets],
             "shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale, kv_format="fp8_e4m3",
                                                          out=s[2], **kw) for s in sets]}
         times = {n: [] for n in variants}
