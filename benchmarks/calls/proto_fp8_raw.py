@@ -9,22 +9,22 @@ V^T (wrong results, timing only) took 77.8 us on L2 and 107.5 on the suite's poo
 What was missing is V^T: fp8 wgmma reads only K-major operands. Here it is made in place:
 - Group G (4 warps) gathers tile j + 1 by cp.async into its stage (K's 512 bytes a row as 4 column blocks of 128
   bytes, each block 8 KB: 64 rows of one 128-byte swizzle row; the rope's 64 bytes in a buffer of their own), then
-  waits for tile j's rows and for M's S^T of tile j, and transposes the stage's 512 columns in place: column block c
-  of K and rows 128c-128c+127 of V^T ([512, 64] with a 64-byte swizzle) are the same 8 KB, so each block is loaded
-  into registers as 32-bit words (a thread's 4 keys of one word), all four warps wait at a barrier, and each 4 x 4
-  block of bytes is transposed by byte permutes and stored back as V^T's words.
+  transposes tile j's stage in place: column block c of K and rows 128c-128c+127 of V^T ([512, 64] with a 64-byte
+  swizzle) are the same 8 KB. With EARLY it loads the whole tile as 32-bit words (a thread's 4 keys of 4 words) while
+  M's S^T reads K, transposes each 4 x 4 block of bytes by byte permutes in registers, and stores V^T's words once
+  M's S^T is done with K.
 - Group M: S^T from the stage against Q's two e4m3 halves, the softmax (the keys' mask from the slot ids, loaded a
   tile ahead: cp.async zero-fills missing rows), P x 256's two e4m3 halves, then O^T += V^T P^T from the stage.
 Shared memory a program: two stages of 36 KB, Q's halves 18 KB, P's 2 KB: 94.5 KB, two programs an SM.
 
-Outcome (session 41, calls 8-16, an H100; benchmarks/results/session41/README.md): correct (rel err 1.8-2.7e-3, as
-proto_fp8_mma.py; tile 0's V^T and scores as M sees them checked byte for byte), but slow: 174.9 us on an L2-resident
-slot pool and 178.5 on the suite's, against the shipped 116.2 / 143.0 (and 77.8 / 107.5 with P.V on the untransposed
-stage). The transpose sits between S^T and P.V of every tile, and by its layout's arithmetic (not profiled) its loads
-hit the same banks 8 ways: a warp reads 16 key rows whose 128-byte swizzle takes only two values. On the way: the
-layout conversion's transpose (by stmatrix) gave NaN, and M's P.V on a view of the whole two-stage buffer,
-reinterpreted then indexed by the stage, read shared memory out of range under compute-sanitizer (call 15); each
-stage's own reinterpreted view is right.
+Outcome (session 41, calls 8-18, an H100; benchmarks/results/session41/README.md): correct (rel err 1.8-2.7e-3, as
+proto_fp8_mma.py; tile 0's V^T and scores as M sees them checked byte for byte). With transpose layout 1 and EARLY,
+116.9 us on an L2-resident slot pool and 124.5 on the suite's, against the shipped kernel's 115.4 / 143.1: as fast as
+it where the SMs bound, 1.15x where the H100's memory does. Without the transpose (wrong results) 78.9 / 107.8, so
+the transpose still costs ~38 us: its stores (2-way bank conflicts by the arithmetic) sit between S^T and P.V.
+Transpose layout 0 (call 16: loads 8-way conflicts) took 173.7 / 178.9. On the way: the layout conversion's transpose
+(by stmatrix) gave NaN, and M's P.V on a view of the whole two-stage buffer, reinterpreted then indexed by the stage,
+read shared memory out of range under compute-sanitizer (call 15); each stage's own reinterpreted view is right.
 
 Scope: fp8_e4m3, d_qk 576, 16 heads, one split, no sink, LSE or topk_length.
   python3 benchmarks/calls/proto_fp8_raw.py            (GPU: unit check, correctness, timing beside the shipped kernel)
@@ -317,7 +317,8 @@ def check_transpose(k_ptr, v_back, TR_L: gl.constexpr):
 
 
 # The kernels checked and timed: (TR_LAYOUTS key, EARLY). Session 41 call 17 (an H100, L2 pool / suite's): layout 0
-# 173.7 / 178.9 us, layout 1 119.0 / 127.4, no transpose 78.3 / 110.9 (shipped 115.4 / 144.8).
+# 173.7 / 178.9 us, layout 1 119.0 / 127.4, no transpose 78.3 / 110.9 (shipped 115.4 / 144.8); call 18: layout 1
+# 118.9 / 126.8, early 116.9 / 124.5, no transpose 78.9 / 107.8 (shipped 115.4 / 143.1).
 KERNELS = {"transpose layout 1": (1, False), "transpose layout 1, early": (1, True)}
 
 
