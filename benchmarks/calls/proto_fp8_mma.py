@@ -64,23 +64,26 @@ def _halves(x):
 
 
 @gluon.jit
-def _load_q_halves(q, stride_qt, stride_qh, t, qn8, qr8):
+def _load_q_halves(q, stride_qt, stride_qh, t, qn8, qr8, ROPE: gl.constexpr = True):
     """Q's rows times a power of two per head (largest |value| to [128, 256)) as two e4m3 halves into qn8 / qr8
-    (rows 0-15 hi, 16-31 lo), each buffer stored whole. Returns 1 / that scale per head.
+    (rows 0-15 hi, 16-31 lo), each buffer stored whole (qr8 only with ROPE). Returns 1 / that scale per head.
     (Stored as two 16-row slices, the halves came out wrong in sessions 40-41 while the same wgmmas on e4m3 Q
     from PyTorch were right: a row slice of a buffer wider than its 128-byte swizzle is not where wgmma reads it.)"""
     GQ: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     rows = gl.arange(0, 2 * BLOCK_H, layout=gl.SliceLayout(1, GQ))
     q_row = q + t * stride_qt + (rows % BLOCK_H).to(gl.int64)[:, None] * stride_qh
     qv = gl.load(q_row + gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GQ))[None, :]).to(gl.float32)
-    qrv = gl.load(q_row + D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GQ))[None, :]).to(gl.float32)
-    q_max = gl.maximum(gl.max(gl.abs(qv), axis=1), gl.max(gl.abs(qrv), axis=1))
+    q_max = gl.max(gl.abs(qv), axis=1)
+    if ROPE:
+        qrv = gl.load(q_row + D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GQ))[None, :]).to(gl.float32)
+        q_max = gl.maximum(q_max, gl.max(gl.abs(qrv), axis=1))
     q_scale = gl.where(q_max > 0, gl.exp2(7.0 - gl.floor(gl.log2(q_max))), 1.0)
     lo_row = (rows >= BLOCK_H)[:, None]
     x = qv * q_scale[:, None]
     qn8.store(gl.where(lo_row, x - x.to(gl.float8e4nv).to(gl.float32), x).to(gl.float8e4nv))
-    x = qrv * q_scale[:, None]
-    qr8.store(gl.where(lo_row, x - x.to(gl.float8e4nv).to(gl.float32), x).to(gl.float8e4nv))
+    if ROPE:
+        x = qrv * q_scale[:, None]
+        qr8.store(gl.where(lo_row, x - x.to(gl.float8e4nv).to(gl.float32), x).to(gl.float8e4nv))
     fence_async_shared()
     _barrier()
     return gl.max(gl.reshape(1.0 / q_scale, [2, BLOCK_H]), axis=0)  # (rows h and h + 16 hold the same scale)

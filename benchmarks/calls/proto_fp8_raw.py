@@ -26,7 +26,8 @@ Transpose layout 0 (call 16: loads 8-way conflicts) took 173.7 / 178.9. On the w
 (by stmatrix) gave NaN, and M's P.V on a view of the whole two-stage buffer, reinterpreted then indexed by the stage,
 read shared memory out of range under compute-sanitizer (call 15); each stage's own reinterpreted view is right.
 
-Scope: fp8_e4m3, d_qk 576, 16 heads, one split, no sink, LSE or topk_length.
+Scope: fp8_e4m3, d_qk 576 or 512 (ROPE, --format fp8 or fp8_nope), 16 heads, one split, no sink, LSE or
+topk_length.
   python3 benchmarks/calls/proto_fp8_raw.py            (GPU: unit check, correctness, timing beside the shipped kernel)
   python3 benchmarks/calls/proto_fp8_raw.py --compile  (no GPU: compile for sm_90a, print registers / spills / smem)
 """
@@ -124,13 +125,14 @@ def _transpose_in_place(k32, vt32, TR_L: gl.constexpr):
 
 @gluon.jit
 def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG: gl.constexpr,
-             TR_L: gl.constexpr, EARLY: gl.constexpr):
+             TR_L: gl.constexpr, EARLY: gl.constexpr, ROPE: gl.constexpr):
     """Gathers tile j + 1 into its stage by cp.async (and tile j + 2's rows into L2), then turns tile j's K into V^T
     once M's S^T is done with it."""
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])  # a warp 4 rows x 128 bytes
     GR: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])  # the rope's 64 bytes: a warp 8 rows
     LP: gl.constexpr = gl.BlockedLayout([1, 2], [8, 4], [4, 1], [1, 0])  # L2 prefetch: a thread per 128-byte line
-    lines = gl.minimum(gl.arange(0, 8, layout=gl.SliceLayout(0, LP)) * 128, 575)  # (the row's last byte last)
+    row_bytes: gl.constexpr = D_NOPE + D_ROPE if ROPE else D_NOPE
+    lines = gl.minimum(gl.arange(0, 8, layout=gl.SliceLayout(0, LP)) * 128, row_bytes - 1)  # (the last byte last)
     for j in range(-1, n_tiles):
         g = j + 1  # the tile gathered now
         if g < n_tiles:
@@ -146,11 +148,12 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, b
             for c in gl.static_range(D_NOPE // 128):
                 cols = c * 128 + gl.arange(0, 128, layout=gl.SliceLayout(0, GC))
                 _cp_async(stage.slice(c * 128, 128, dim=1), kv + row[:, None] + cols[None, :], mask=ok[:, None])
-            slot_r = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GR))  # (loaded again: no layout conversion)
-            ok_r = (slot_r >= 0) & (slot_r < num_slots)
-            row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
-            cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
-            _cp_async(kr8.index(gs), kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
+            if ROPE:
+                slot_r = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GR))  # (loaded again: no layout conversion)
+                ok_r = (slot_r >= 0) & (slot_r < num_slots)
+                row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
+                cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
+                _cp_async(kr8.index(gs), kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
             async_copy.mbarrier_arrive(bars.index(4 * gs + READY), increment_count=False)
         if j >= 0:
             st = j % STAGES
@@ -181,13 +184,14 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, b
 
 @gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_1, qn8, qr8, p8, bars, out, stride_ot,
-             stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG: gl.constexpr, DIAG: gl.constexpr):
+             stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG: gl.constexpr, DIAG: gl.constexpr,
+             ROPE: gl.constexpr):
     """S^T, the softmax and O^T of every tile: the keys are wgmma's M, the heads its N."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
     O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
     KEYS: gl.constexpr = gl.SliceLayout(1, O_L)
     HEADS: gl.constexpr = gl.SliceLayout(0, O_L)
-    q_unscale = _load_q_halves(q, stride_qt, stride_qh, t, qn8.index(0), qr8.index(0))
+    q_unscale = _load_q_halves(q, stride_qt, stride_qh, t, qn8.index(0), qr8.index(0), ROPE)
     s_scale = score_scale * gl.convert_layout(q_unscale, HEADS)
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, layout=HEADS)
     l_k = gl.zeros([BLOCK_N, BLOCK_H], gl.float32, layout=O_L)  # row sums per key row, summed across warps once
@@ -205,7 +209,8 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_
         fence_async_shared()  # the rows cp.async wrote, before wgmma reads them
         s2 = gl.zeros([BLOCK_N, 2 * BLOCK_H], gl.float32, layout=S2_L)
         s2 = warpgroup_mma(kn8.index(z + st), qn8.index(z).permute((1, 0)), s2, use_acc=False, is_async=True)
-        s2 = warpgroup_mma(kr8.index(z + st), qr8.index(z).permute((1, 0)), s2, is_async=True)
+        if ROPE:
+            s2 = warpgroup_mma(kr8.index(z + st), qr8.index(z).permute((1, 0)), s2, is_async=True)
         s2 = warpgroup_mma_wait(0, deps=[s2])
         _barrier()  # every warp's S^T is done with K
         mbarrier.arrive(bars.index(4 * st + ST_DONE))
@@ -266,7 +271,8 @@ def _pv(vt, p8, z, acc):
 @gluon.jit
 def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
                   score_scale, out_scale, zero, dbg, dbg_s, TOPK: gl.constexpr, TR_L: gl.constexpr,
-                  DEBUG: gl.constexpr = False, DIAG: gl.constexpr = 0, EARLY: gl.constexpr = False):
+                  DEBUG: gl.constexpr = False, DIAG: gl.constexpr = 0, EARLY: gl.constexpr = False,
+                  ROPE: gl.constexpr = True):
     t = gl.program_id(0).to(gl.int64)
     kn8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_NOPE], SW128)
     kr8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_ROPE], SW64)
@@ -285,8 +291,9 @@ def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, strid
     n_tiles = TOPK // BLOCK_N
     gl.warp_specialize([
         (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_1, qn8, qr8, p8, bars, out,
-                    stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG, DIAG)),
-        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG, TR_L, EARLY)),
+                    stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG, DIAG, ROPE)),
+        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG, TR_L, EARLY,
+                    ROPE)),
     ], [4], [GATHER_REGS])
 
 
@@ -329,6 +336,7 @@ def launch(q, cache_u8, idx, out, sm_scale, kv_scale, dbg=None, diag=0, trl=1, e
                                  sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0,
                                  *((cache_u8, out) if dbg is None else dbg), TOPK=idx.shape[1],
                                  DEBUG=dbg is not None, DIAG=diag, TR_L=TR_LAYOUTS[trl], EARLY=early,
+                                 ROPE=q.shape[-1] > D_NOPE,
                                  num_warps=4, maxnreg=128)
 
 
@@ -341,16 +349,18 @@ def compile_only() -> int:
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "dbg": "*u8",
            "dbg_s": "*fp32", "TOPK": "constexpr", "DEBUG": "constexpr",
-           "DIAG": "constexpr", "TR_L": "constexpr", "EARLY": "constexpr"}
+           "DIAG": "constexpr", "TR_L": "constexpr", "EARLY": "constexpr", "ROPE": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
     target = GPUTarget("cuda", 90, 32)
-    for debug, trl, early in ((True, 1, True), (False, 0, False), (False, 1, False), (False, 1, True)):
+    for debug, trl, early, rope in ((True, 1, True, True), (False, 0, False, True), (False, 1, False, True),
+                                    (False, 1, True, True), (False, 1, True, False)):
         k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_raw, sig, {"TOPK": 2048, "DEBUG": debug, "DIAG": 0,
                                                                               "TR_L": TR_LAYOUTS[trl],
-                                                                              "EARLY": early}, attrs=attrs),
+                                                                              "EARLY": early, "ROPE": rope},
+                                                         attrs=attrs),
                            target=target, options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
-        print(f"Triton {triton.__version__} proto_fp8_raw DEBUG {debug} transpose layout {trl} EARLY {early}: smem "
+        print(f"Triton {triton.__version__} proto_fp8_raw DEBUG {debug} layout {trl} EARLY {early} ROPE {rope}: smem "
               f"{k.metadata.shared} B; wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async "
               f"{len(re.findall(r'cp.async.cg', ptx))}; ld.shared {len(re.findall(r'ld.shared', ptx))}; st.shared "
               f"{len(re.findall(r'st.shared', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
@@ -362,18 +372,18 @@ def compile_only() -> int:
     return 0
 
 
-def debug_tile0(u8, kv_scale, sm_scale, T, H, topk, slots) -> bool:
+def debug_tile0(u8, kv_scale, sm_scale, T, H, topk, slots, d_qk) -> bool:
     """Tile 0 as M sees it (the DEBUG build), against PyTorch: V^T after the in-place transpose, and the scores."""
     dev = u8.device
     g = torch.Generator(device=dev).manual_seed(7)
     idx = torch.randint(0, slots, (T, topk), device=dev, generator=g, dtype=torch.int32)
-    q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
+    q = torch.randn(T, H, d_qk, device=dev, generator=g).bfloat16()
     out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
     dbg = torch.zeros(T, 512, 64, device=dev, dtype=torch.uint8)
     dbg_s = torch.zeros(T, 64, 16, device=dev)
     launch(q, u8, idx, out, sm_scale, kv_scale, (dbg, dbg_s))
     torch.cuda.synchronize()
-    rows = u8[idx[:, :64].long()]  # [T, 64, 576]
+    rows = u8[idx[:, :64].long()]  # [T, 64, d_qk]
     vt_ok = (dbg == rows[:, :, :512].transpose(1, 2)).float().mean(dim=(1, 2))
     k = rows.view(torch.float8_e4m3fn).float()
     s_ref = torch.einsum("tkd,thd->tkh", k, q.float()) * (sm_scale * kv_scale * 1.4426950408889634)
@@ -389,6 +399,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--format", default="fp8", choices=["fp8", "fp8_nope"], help="the suite's fp8_e4m3 formats")
     ap.add_argument("--l2-slots", type=int, default=16384, help="the L2-resident pool timed after the suite's")
     ap.add_argument("--debug-only", action="store_true", help="the unit check and the DEBUG build's tile 0 only")
     ap.add_argument("--plain-only", action="store_true", help="one plain launch only (e.g. under compute-sanitizer)")
@@ -410,19 +421,21 @@ def main() -> int:
         ok = bool(torch.equal(v_back, k8.view(torch.uint8).t()))
         ok_all &= ok
         print(f"unit: in-place transpose, layout {trl} {'ok' if ok else 'FAIL'}", flush=True)
-    cache, kw = make_cache(FORMATS["fp8"], dev)
+    fmt = FORMATS[args.format]
+    d_qk = fmt.d_qk
+    cache, kw = make_cache(fmt, dev)
     u8 = cache.view(torch.uint8)
-    sm_scale = 576 ** -0.5
+    sm_scale = d_qk ** -0.5
     if args.plain_only:
         idx = torch.randint(0, SLOTS, (T, topk), device=dev, dtype=torch.int32)
-        q = torch.randn(T, H, 576, device=dev).bfloat16()
+        q = torch.randn(T, H, d_qk, device=dev).bfloat16()
         out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
         launch(q, u8, idx, out, sm_scale, kw["kv_scale"], diag=args.diag)
         torch.cuda.synchronize()
         print(f"plain launch (DIAG {args.diag}): output finite {bool(torch.isfinite(out.float()).all())}")
         return 0
     if args.debug_only:
-        return 0 if ok_all and debug_tile0(u8, kw["kv_scale"], sm_scale, T, H, topk, SLOTS) else 1
+        return 0 if ok_all and debug_tile0(u8, kw["kv_scale"], sm_scale, T, H, topk, SLOTS, d_qk) else 1
     for trial in range(3):
         g = torch.Generator(device=dev).manual_seed(trial)
         idx = torch.randint(0, SLOTS, (T, topk), device=dev, generator=g, dtype=torch.int32)
@@ -430,7 +443,7 @@ def main() -> int:
             idx[idx % 7 == 0] = -1
             idx[3] = -1  # an all-invalid row
             idx[4, :100] = SLOTS + 5  # past the cache: masked like -1
-        q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
+        q = torch.randn(T, H, d_qk, device=dev, generator=g).bfloat16()
         if trial == 2:
             q[5] *= 1000.0  # a token with large Q (the halves' scale per head)
             q[6, :, :64] *= 1e-3
@@ -447,7 +460,7 @@ def main() -> int:
             ok_all &= good
             print(f"trial {trial}, {name}: rel err {err:.2e}, max abs err / max {worst:.2e}, finite "
                   f"{finite}, all-invalid row max {zero_row} -> {'ok' if good else 'FAIL'}", flush=True)
-    nbytes = T * topk * 576
+    nbytes = T * topk * d_qk
     copy = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
     dst = torch.empty_like(copy)
     copy_gbs = 2 * (1 << 30) / (do_bench(lambda: dst.copy_(copy), warmup=25, rep=200, return_mode="median")
@@ -458,7 +471,7 @@ def main() -> int:
         for r in range(4):
             g = torch.Generator(device=dev).manual_seed(100 + r)
             idx = torch.randint(0, pool, (T, topk), device=dev, generator=g, dtype=torch.int32)
-            q = torch.randn(T, H, 576, device=dev, generator=g).bfloat16()
+            q = torch.randn(T, H, d_qk, device=dev, generator=g).bfloat16()
             sets.append((q, idx, torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
         variants = {
             **{f"raw e4m3, {name}": [lambda s=s, trl=trl, early=early: launch(s[0], u8, s[1], s[2], sm_scale,
@@ -476,7 +489,7 @@ def main() -> int:
     print(f"\n{torch.cuda.get_device_name()}\n| variant | slot pool | us (median of 4) | GB/s | of copy ceiling "
           f"({copy_gbs:.0f} GB/s) |\n|---|---|---|---|---|")
     for n, pool, us in rows:
-        print(f"| {n} fp8 T={T} H={H} | {pool} | {us:.1f} | {nbytes / us / 1e3:.0f} | "
+        print(f"| {n} {args.format} T={T} H={H} | {pool} | {us:.1f} | {nbytes / us / 1e3:.0f} | "
               f"{nbytes / us / 1e3 / copy_gbs:.2f} |")
     print("correctness:", "ok" if ok_all else "FAIL")
     return 0 if ok_all else 1
