@@ -12,6 +12,6 @@ for fmt in fp8 fp8_nope; do
   echo "== proto_fp8_raw $fmt T=256 rc=$?"; grep "unit\|debug\|trial\|^|\|correct\|Error\|error" \
     "$OUT/proto_fp8_raw_$fmt.log" | tail -24
 done
-# (the DEBUG build read out of bounds in session 41's call 11, under compute-sanitizer: last, on its own)
+# the DEBUG build (fp8): tile 0's V^T and scores as M sees them, against PyTorch
 timeout 100 python3 benchmarks/calls/proto_fp8_raw.py --debug-only > "$OUT/proto_fp8_raw_debug.log" 2>&1
 echo "== proto_fp8_raw --debug-only rc=$?"; grep "debug\|Error" "$OUT/proto_fp8_raw_debug.log" | tail -4
