@@ -124,37 +124,46 @@ def _transpose_in_place(k32, vt32, TR_L: gl.constexpr):
 
 
 @gluon.jit
-def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG: gl.constexpr,
-             TR_L: gl.constexpr, EARLY: gl.constexpr, ROPE: gl.constexpr):
-    """Gathers tile j + 1 into its stage by cp.async (and tile j + 2's rows into L2), then turns tile j's K into V^T
-    once M's S^T is done with it."""
+def _gather(kv, stride_row, num_slots, idx_row, n_tiles, g, stage, stage_r, ready, free, free_phase, free_pred,
+            ROPE: gl.constexpr):
+    """cp.async of tile g's raw rows into stage (K's 512 bytes) and stage_r (the rope's 64) once free completes its
+    phase free_phase (if free_pred), each thread's copies arriving on ready; tile g + 1's rows into L2 first."""
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])  # a warp 4 rows x 128 bytes
     GR: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])  # the rope's 64 bytes: a warp 8 rows
     LP: gl.constexpr = gl.BlockedLayout([1, 2], [8, 4], [4, 1], [1, 0])  # L2 prefetch: a thread per 128-byte line
     row_bytes: gl.constexpr = D_NOPE + D_ROPE if ROPE else D_NOPE
     lines = gl.minimum(gl.arange(0, 8, layout=gl.SliceLayout(0, LP)) * 128, row_bytes - 1)  # (the last byte last)
+    slot_nx = _slots(idx_row, g + 1, n_tiles, gl.SliceLayout(1, LP))
+    ok_nx = (slot_nx >= 0) & (slot_nx < num_slots)
+    _prefetch_l2(kv + (gl.where(ok_nx, slot_nx, 0).to(gl.int64) * stride_row)[:, None] + lines[None, :])
+    slot = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GC))
+    ok = (slot >= 0) & (slot < num_slots)
+    row = gl.where(ok, slot, 0).to(gl.int64) * stride_row
+    mbarrier.wait(free, free_phase, pred=free_pred)
+    for c in gl.static_range(D_NOPE // 128):
+        cols = c * 128 + gl.arange(0, 128, layout=gl.SliceLayout(0, GC))
+        _cp_async(stage.slice(c * 128, 128, dim=1), kv + row[:, None] + cols[None, :], mask=ok[:, None])
+    if ROPE:
+        slot_r = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GR))  # (loaded again: no layout conversion)
+        ok_r = (slot_r >= 0) & (slot_r < num_slots)
+        row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
+        cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
+        _cp_async(stage_r, kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
+    async_copy.mbarrier_arrive(ready, increment_count=False)
+
+
+@gluon.jit
+def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG: gl.constexpr,
+             TR_L: gl.constexpr, EARLY: gl.constexpr, ROPE: gl.constexpr):
+    """Two stages: gathers tile j + 1 into its stage by cp.async, then turns tile j's K into V^T in place once M's
+    S^T is done with it."""
     for j in range(-1, n_tiles):
         g = j + 1  # the tile gathered now
         if g < n_tiles:
             gs = g % STAGES
-            slot = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GC))
-            slot_nx = _slots(idx_row, g + 1, n_tiles, gl.SliceLayout(1, LP))
-            ok_nx = (slot_nx >= 0) & (slot_nx < num_slots)
-            _prefetch_l2(kv + (gl.where(ok_nx, slot_nx, 0).to(gl.int64) * stride_row)[:, None] + lines[None, :])
-            ok = (slot >= 0) & (slot < num_slots)
-            row = gl.where(ok, slot, 0).to(gl.int64) * stride_row
-            mbarrier.wait(bars.index(4 * gs + FREE), ((g // STAGES) & 1) ^ 1, pred=g >= STAGES)
-            stage = kn8.index(gs)
-            for c in gl.static_range(D_NOPE // 128):
-                cols = c * 128 + gl.arange(0, 128, layout=gl.SliceLayout(0, GC))
-                _cp_async(stage.slice(c * 128, 128, dim=1), kv + row[:, None] + cols[None, :], mask=ok[:, None])
-            if ROPE:
-                slot_r = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GR))  # (loaded again: no layout conversion)
-                ok_r = (slot_r >= 0) & (slot_r < num_slots)
-                row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
-                cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
-                _cp_async(kr8.index(gs), kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])
-            async_copy.mbarrier_arrive(bars.index(4 * gs + READY), increment_count=False)
+            _gather(kv, stride_row, num_slots, idx_row, n_tiles, g, kn8.index(gs), kr8.index(gs),
+                    bars.index(4 * gs + READY), bars.index(4 * gs + FREE), ((g // STAGES) & 1) ^ 1, g >= STAGES,
+                    ROPE)
         if j >= 0:
             st = j % STAGES
             ph = (j // STAGES) & 1
@@ -183,9 +192,38 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, b
 
 
 @gluon.jit
+def _group_g_sep(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, TR_L: gl.constexpr,
+                 ROPE: gl.constexpr):
+    """SEP, one raw stage and V^T in a buffer of its own: tile j's V^T is made as soon as its rows land (beside M's
+    S^T) and stored once M's P.V of tile j - 1 is done; tile j + 1 is gathered once M's S^T of tile j is done."""
+    k32s = k32.index(0)
+    vt32s = vt32.index(0)
+    _gather(kv, stride_row, num_slots, idx_row, n_tiles, 0, kn8.index(0), kr8.index(0), bars.index(READY),
+            bars.index(ST_DONE), 0, False, ROPE)
+    for j in range(n_tiles):
+        ph = j & 1
+        mbarrier.wait(bars.index(READY), ph)
+        o0 = _transposed_block(k32s, 0, TR_L)
+        o1 = _transposed_block(k32s, 1, TR_L)
+        o2 = _transposed_block(k32s, 2, TR_L)
+        o3 = _transposed_block(k32s, 3, TR_L)
+        mbarrier.wait(bars.index(FREE), ph ^ 1, pred=j >= 1)  # M's P.V of tile j - 1 is done with V^T
+        vt32s.slice(0, 128, dim=0).store(o0)
+        vt32s.slice(128, 128, dim=0).store(o1)
+        vt32s.slice(256, 128, dim=0).store(o2)
+        vt32s.slice(384, 128, dim=0).store(o3)
+        fence_async_shared()  # V^T's stores, before wgmma (the async proxy) reads them
+        _barrier()  # (also: every warp has read the stage)
+        mbarrier.arrive(bars.index(VT_READY))
+        if j + 1 < n_tiles:
+            _gather(kv, stride_row, num_slots, idx_row, n_tiles, j + 1, kn8.index(0), kr8.index(0), bars.index(READY),
+                    bars.index(ST_DONE), ph, True, ROPE)
+
+
+@gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_1, qn8, qr8, p8, bars, out, stride_ot,
              stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG: gl.constexpr, DIAG: gl.constexpr,
-             ROPE: gl.constexpr):
+             ROPE: gl.constexpr, NST: gl.constexpr):
     """S^T, the softmax and O^T of every tile: the keys are wgmma's M, the heads its N."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
     O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
@@ -201,8 +239,8 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_
         # (an index the compiler cannot prove 0 or loop-invariant, so each wgmma's descriptor is made where it is
         # issued: hoisted out of the loop, they take registers and spill)
         z = j * zero
-        st = j % STAGES
-        ph = (j // STAGES) & 1
+        st = j % NST
+        ph = (j // NST) & 1
         slot = slot_nx
         slot_nx = _slots(idx_row, j + 1, n_tiles, KEYS)  # a tile ahead (cp.async zero-fills missing rows)
         mbarrier.wait(bars.index(4 * st + READY), ph)
@@ -272,29 +310,46 @@ def _pv(vt, p8, z, acc):
 def proto_fp8_raw(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
                   score_scale, out_scale, zero, dbg, dbg_s, TOPK: gl.constexpr, TR_L: gl.constexpr,
                   DEBUG: gl.constexpr = False, DIAG: gl.constexpr = 0, EARLY: gl.constexpr = False,
-                  ROPE: gl.constexpr = True):
+                  ROPE: gl.constexpr = True, SEP: gl.constexpr = False, NST: gl.constexpr = 2):
+    """NST: 2 stages, V^T made in place (SEP False), or 1 with V^T in a buffer of its own (SEP True)."""
     t = gl.program_id(0).to(gl.int64)
-    kn8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_NOPE], SW128)
-    kr8 = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_N, D_ROPE], SW64)
+    kn8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_NOPE], SW128)
+    kr8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_ROPE], SW64)
     qn8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_NOPE], SW128)
     qr8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_ROPE], SW64)
     p8 = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_H, BLOCK_N], SW64)
-    # each stage's K columns as V^T [512, 64] (64-byte swizzle), for M's P.V
-    vt_0 = _reinterpret(kn8.index(0), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
-    vt_1 = _reinterpret(kn8.index(1), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
-    k32 = _reinterpret(kn8, gl.int32, [STAGES, BLOCK_N, D_NOPE // 4], SW128_32)
-    vt32 = _reinterpret(kn8, gl.int32, [STAGES, D_NOPE, BLOCK_N // 4], SW64_32)
-    bars = gl.allocate_shared_memory(gl.int64, [4 * STAGES, 1], mbarrier.MBarrierLayout())
-    for b in gl.static_range(4 * STAGES):
+    k32 = _reinterpret(kn8, gl.int32, [NST, BLOCK_N, D_NOPE // 4], SW128_32)
+    if SEP:
+        gl.static_assert(NST == 1, "SEP: one raw stage")
+        vt_0 = gl.allocate_shared_memory(gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
+        vt_1 = vt_0
+        vt32 = _reinterpret(vt_0, gl.int32, [1, D_NOPE, BLOCK_N // 4], SW64_32)
+    else:
+        gl.static_assert(NST == STAGES, "in place: two stages")
+        # each stage's K columns as V^T [512, 64] (64-byte swizzle), for M's P.V
+        vt_0 = _reinterpret(kn8.index(0), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
+        vt_1 = _reinterpret(kn8.index(1), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
+        vt32 = _reinterpret(kn8, gl.int32, [NST, D_NOPE, BLOCK_N // 4], SW64_32)
+    bars = gl.allocate_shared_memory(gl.int64, [4 * NST, 1], mbarrier.MBarrierLayout())
+    for b in gl.static_range(4 * NST):
         mbarrier.init(bars.index(b), count=128 if b % 4 == READY else 1)
     idx_row = idx + t * stride_it
     n_tiles = TOPK // BLOCK_N
-    gl.warp_specialize([
-        (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_1, qn8, qr8, p8, bars, out,
-                    stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG, DIAG, ROPE)),
-        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG, TR_L, EARLY,
-                    ROPE)),
-    ], [4], [GATHER_REGS])
+    if SEP:
+        gl.warp_specialize([
+            (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_1, qn8, qr8, p8, bars,
+                        out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG, DIAG,
+                        ROPE, NST)),
+            (_group_g_sep, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, TR_L, ROPE)),
+        ], [4], [GATHER_REGS])
+    else:
+        gl.warp_specialize([
+            (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_1, qn8, qr8, p8, bars,
+                        out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, dbg, dbg_s, DEBUG, DIAG,
+                        ROPE, NST)),
+            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, k32, vt32, bars, DIAG, TR_L, EARLY,
+                        ROPE)),
+        ], [4], [GATHER_REGS])
 
 
 @gluon.jit
@@ -323,20 +378,20 @@ def check_transpose(k_ptr, v_back, TR_L: gl.constexpr):
                  vt.slice(c * 64, 64, dim=0).load(LB).to(gl.uint8, bitcast=True))
 
 
-# The kernels checked and timed: (TR_LAYOUTS key, EARLY). Session 41 call 17 (an H100, L2 pool / suite's): layout 0
+# The kernels checked and timed: (TR_LAYOUTS key, EARLY, SEP). Session 41 call 17 (an H100, L2 pool / suite's): layout 0
 # 173.7 / 178.9 us, layout 1 119.0 / 127.4, no transpose 78.3 / 110.9 (shipped 115.4 / 144.8); call 18: layout 1
 # 118.9 / 126.8, early 116.9 / 124.5, no transpose 78.9 / 107.8 (shipped 115.4 / 143.1).
-KERNELS = {"transpose layout 1": (1, False), "transpose layout 1, early": (1, True)}
+KERNELS = {"two stages, V^T in place (early)": (1, True, False), "one stage, V^T of its own": (1, True, True)}
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, dbg=None, diag=0, trl=1, early=True):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, dbg=None, diag=0, trl=1, early=True, sep=False):
     """dbg: None, or (uint8 [T, 512, 64], float32 [T, 64, 16]) for each token's tile 0 as M sees it: V^T, scores."""
     proto_fp8_raw[(q.shape[0],)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                                  idx.stride(0), out, out.stride(0), out.stride(1),
                                  sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0,
                                  *((cache_u8, out) if dbg is None else dbg), TOPK=idx.shape[1],
                                  DEBUG=dbg is not None, DIAG=diag, TR_L=TR_LAYOUTS[trl], EARLY=early,
-                                 ROPE=q.shape[-1] > D_NOPE,
+                                 ROPE=q.shape[-1] > D_NOPE, SEP=sep, NST=1 if sep else 2,
                                  num_warps=4, maxnreg=128)
 
 
@@ -349,18 +404,23 @@ def compile_only() -> int:
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "dbg": "*u8",
            "dbg_s": "*fp32", "TOPK": "constexpr", "DEBUG": "constexpr",
-           "DIAG": "constexpr", "TR_L": "constexpr", "EARLY": "constexpr", "ROPE": "constexpr"}
+           "DIAG": "constexpr", "TR_L": "constexpr", "EARLY": "constexpr", "ROPE": "constexpr",
+           "SEP": "constexpr", "NST": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
     target = GPUTarget("cuda", 90, 32)
-    for debug, trl, early, rope in ((True, 1, True, True), (False, 0, False, True), (False, 1, False, True),
-                                    (False, 1, True, True), (False, 1, True, False)):
+    for debug, trl, early, rope, sep in ((True, 1, True, True, False), (False, 0, False, True, False),
+                                         (False, 1, False, True, False), (False, 1, True, True, False),
+                                         (False, 1, True, False, False), (False, 1, True, True, True),
+                                         (False, 1, True, False, True)):
         k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_raw, sig, {"TOPK": 2048, "DEBUG": debug, "DIAG": 0,
                                                                               "TR_L": TR_LAYOUTS[trl],
-                                                                              "EARLY": early, "ROPE": rope},
+                                                                              "EARLY": early, "ROPE": rope,
+                                                                              "SEP": sep, "NST": 1 if sep else 2},
                                                          attrs=attrs),
                            target=target, options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
-        print(f"Triton {triton.__version__} proto_fp8_raw DEBUG {debug} layout {trl} EARLY {early} ROPE {rope}: smem "
+        print(f"Triton {triton.__version__} proto_fp8_raw DEBUG {debug} layout {trl} EARLY {early} ROPE {rope} SEP "
+              f"{sep}: smem "
               f"{k.metadata.shared} B; wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async "
               f"{len(re.findall(r'cp.async.cg', ptx))}; ld.shared {len(re.findall(r'ld.shared', ptx))}; st.shared "
               f"{len(re.findall(r'st.shared', ptx))}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
@@ -404,6 +464,7 @@ def main() -> int:
     ap.add_argument("--debug-only", action="store_true", help="the unit check and the DEBUG build's tile 0 only")
     ap.add_argument("--plain-only", action="store_true", help="one plain launch only (e.g. under compute-sanitizer)")
     ap.add_argument("--diag", type=int, default=0, help="with --plain-only: bits 1 no transpose, 2 no P.V")
+    ap.add_argument("--sep", action="store_true", help="with --plain-only: one stage, V^T in a buffer of its own")
     args = ap.parse_args()
     if args.compile:
         return compile_only()
@@ -430,9 +491,9 @@ def main() -> int:
         idx = torch.randint(0, SLOTS, (T, topk), device=dev, dtype=torch.int32)
         q = torch.randn(T, H, d_qk, device=dev).bfloat16()
         out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
-        launch(q, u8, idx, out, sm_scale, kw["kv_scale"], diag=args.diag)
+        launch(q, u8, idx, out, sm_scale, kw["kv_scale"], diag=args.diag, sep=args.sep)
         torch.cuda.synchronize()
-        print(f"plain launch (DIAG {args.diag}): output finite {bool(torch.isfinite(out.float()).all())}")
+        print(f"plain launch (DIAG {args.diag}, SEP {args.sep}): output finite {bool(torch.isfinite(out.float()).all())}")
         return 0
     if args.debug_only:
         return 0 if ok_all and debug_tile0(u8, kw["kv_scale"], sm_scale, T, H, topk, SLOTS, d_qk) else 1
@@ -449,9 +510,9 @@ def main() -> int:
             q[6, :, :64] *= 1e-3
         ref = sparsemla.sparse_mla(q, cache, idx.clamp_max(SLOTS - 1).masked_fill(idx >= SLOTS, -1),
                                    sm_scale=sm_scale, kv_format="fp8_e4m3", backend="torch", **kw)
-        for name, (trl, early) in KERNELS.items():
+        for name, (trl, early, sep) in KERNELS.items():
             out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
-            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], trl=trl, early=early)
+            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], trl=trl, early=early, sep=sep)
             err = ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
             worst = ((out.float() - ref.float()).abs().amax() / ref.float().abs().amax()).item()
             finite = bool(torch.isfinite(out.float()).all())
@@ -474,9 +535,9 @@ def main() -> int:
             q = torch.randn(T, H, d_qk, device=dev, generator=g).bfloat16()
             sets.append((q, idx, torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
         variants = {
-            **{f"raw e4m3, {name}": [lambda s=s, trl=trl, early=early: launch(s[0], u8, s[1], s[2], sm_scale,
-                                                                              kw["kv_scale"], trl=trl, early=early)
-                                     for s in sets] for name, (trl, early) in KERNELS.items()},
+            **{f"raw e4m3, {name}": [lambda s=s, trl=trl, early=early, sep=sep: launch(
+                s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], trl=trl, early=early, sep=sep)
+                for s in sets] for name, (trl, early, sep) in KERNELS.items()},
             "raw e4m3, no transpose (wrong)": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"],
                                                                   diag=1) for s in sets],
             "shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale, kv_format="fp8_e4m3",
