@@ -16,6 +16,9 @@ What was missing is V^T: fp8 wgmma reads only K-major operands. Here it is made 
 - Group M: S^T from the stage against Q's two e4m3 halves, the softmax (the keys' mask from the slot ids, loaded a
   tile ahead: cp.async zero-fills missing rows), P x 256's two e4m3 halves, then O^T += V^T P^T from the stage.
 Shared memory a program: two stages of 36 KB, Q's halves 18 KB, P's 2 KB: 94.5 KB, two programs an SM.
+SEP (after call 18; not yet run): one raw stage and V^T in a buffer of its own (90 KB), made by G as soon as a tile's
+rows land and stored once P.V of the tile before is done: V^T off the path between S^T and P.V, the next tile's gather
+issued once S^T is done with the stage.
 
 Outcome (session 41, calls 8-18, an H100; benchmarks/results/session41/README.md): correct (rel err 1.8-2.7e-3, as
 proto_fp8_mma.py; tile 0's V^T and scores as M sees them checked byte for byte). With transpose layout 1 and EARLY,
