@@ -496,7 +496,8 @@ def main() -> int:
         out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
         launch(q, u8, idx, out, sm_scale, kw["kv_scale"], diag=args.diag, sep=args.sep)
         torch.cuda.synchronize()
-        print(f"plain launch (DIAG {args.diag}, SEP {args.sep}): output finite {bool(torch.isfinite(out.float()).all())}")
+        finite = bool(torch.isfinite(out.float()).all())
+        print(f"plain launch (DIAG {args.diag}, SEP {args.sep}): output finite {finite}")
         return 0
     if args.debug_only:
         return 0 if ok_all and debug_tile0(u8, kw["kv_scale"], sm_scale, T, H, topk, SLOTS, d_qk) else 1
