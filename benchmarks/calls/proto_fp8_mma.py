@@ -90,6 +90,42 @@ def _load_q_halves(q, stride_qt, stride_qh, t, qn8, qr8, ROPE: gl.constexpr = Tr
 
 
 @gluon.jit
+def _summed_scores(s2, O_L: gl.constexpr):
+    """S^T against Q's two halves [keys, 2 x heads] -> S^T [keys, heads]: a thread's columns h and h + 16 are its own
+    registers, so the sum moves no data."""
+    s_hi, s_lo = gl.split(gl.permute(gl.reshape(s2, [BLOCK_N, 2, BLOCK_H]), (0, 2, 1)))
+    return gl.convert_layout(s_hi + s_lo, O_L, assert_trivial=True)
+
+
+@gluon.jit
+def _softmax_p(s, m_i, l_k, acc, p8):
+    """One tile's online softmax down the keys (s: S^T scaled to log2, -inf where masked): the running max m_i, the
+    row sums per key row l_k and O^T acc rescaled; P x 256's two e4m3 halves into p8 for the P.V wgmmas."""
+    m_new = gl.maximum(m_i, gl.max(s, axis=0))
+    m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = gl.exp2(m_i - m_use)
+    p = gl.exp2(s - m_use[None, :])
+    l_k = l_k * alpha[None, :] + p
+    p_hi, p_lo = _halves(p * P_SCALE)
+    p8.index(0).store(p_hi.permute((1, 0)))
+    p8.index(1).store(p_lo.permute((1, 0)))
+    fence_async_shared()
+    _barrier()  # all four warps' P, before the warp group's wgmma reads it
+    return m_new, l_k, acc * alpha[None, :]
+
+
+@gluon.jit
+def _write_out(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L: gl.constexpr):
+    """O^T normalized by the row sums (summed across the key rows now) into out[t] as bfloat16."""
+    l_o = gl.sum(l_k, axis=0)
+    inv = gl.where(l_o > 0, out_scale / (l_o * P_SCALE), 0.0)  # a row with nothing valid is 0
+    dims = gl.arange(0, D_NOPE, layout=gl.SliceLayout(1, O_L))
+    heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, O_L))
+    gl.store(out + t * stride_ot + heads.to(gl.int64)[None, :] * stride_oh + dims[:, None],
+             (acc * inv[None, :]).to(gl.bfloat16))
+
+
+@gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars, out, stride_ot, stride_oh,
              score_scale, out_scale, n_tiles, zero, SPLIT: gl.constexpr, DIAG: gl.constexpr, STAGES: gl.constexpr):
     """S^T, the softmax and O^T of every tile: the keys are wgmma's M, the heads its N."""
@@ -114,21 +150,8 @@ def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars
             s2 = warpgroup_mma(kn8.index(z + st), qn8.index(z).permute((1, 0)), s2, use_acc=False, is_async=True)
             s2 = warpgroup_mma(kr8.index(z + st), qr8.index(z).permute((1, 0)), s2, is_async=True)
             s2 = warpgroup_mma_wait(0, deps=[s2])
-        s_hi, s_lo = gl.split(gl.permute(gl.reshape(s2, [BLOCK_N, 2, BLOCK_H]), (0, 2, 1)))
-        s = gl.convert_layout(s_hi + s_lo, O_L, assert_trivial=True)
-        s = s * s_scale[None, :] + bias.index(st).load(KEYS)[:, None]  # -inf where C found no row
-        m_new = gl.maximum(m_i, gl.max(s, axis=0))
-        m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = gl.exp2(m_i - m_use)
-        p = gl.exp2(s - m_use[None, :])
-        l_k = l_k * alpha[None, :] + p
-        m_i = m_new
-        p_hi, p_lo = _halves(p * P_SCALE)
-        p8.index(0).store(p_hi.permute((1, 0)))
-        p8.index(1).store(p_lo.permute((1, 0)))
-        fence_async_shared()
-        _barrier()  # all four warps' P, before the warp group's wgmma reads it
-        acc = acc * alpha[None, :]
+        s = _summed_scores(s2, O_L) * s_scale[None, :] + bias.index(st).load(KEYS)[:, None]  # -inf: no row
+        m_i, l_k, acc = _softmax_p(s, m_i, l_k, acc, p8)
         if SPLIT:
             mbarrier.wait(bars.index(V_READY), j & 1)
         if DIAG & 2 == 0:  # (DIAG & 2, a timing diagnostic: no P.V)
@@ -137,12 +160,7 @@ def _group_m(q, stride_qt, stride_qh, t, kn8, kr8, vt8, qn8, qr8, p8, bias, bars
             acc = warpgroup_mma_wait(0, deps=[acc])
         _barrier()
         mbarrier.arrive(bars.index(3 * st + FREE))
-    l_o = gl.sum(l_k, axis=0)
-    inv = gl.where(l_o > 0, out_scale / (l_o * P_SCALE), 0.0)  # a row with nothing valid is 0
-    dims = gl.arange(0, D_NOPE, layout=gl.SliceLayout(1, O_L))
-    heads = gl.arange(0, BLOCK_H, layout=HEADS)
-    gl.store(out + t * stride_ot + heads.to(gl.int64)[None, :] * stride_oh + dims[:, None],
-             (acc * inv[None, :]).to(gl.bfloat16))
+    _write_out(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L)
 
 
 @gluon.jit

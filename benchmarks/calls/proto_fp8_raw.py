@@ -46,8 +46,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     async_copy, fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proto_fp8_mma import (  # noqa: E402  (the same Q halves, P halves, slot ids and L2 prefetch)
-    BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, P_SCALE, _halves, _load_q_halves, _prefetch_l2, _reinterpret, _slots)
+from proto_fp8_mma import (  # noqa: E402  (the same Q halves, scores, softmax, output, slot ids and L2 prefetch)
+    BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, _load_q_halves, _prefetch_l2, _reinterpret, _slots, _softmax_p, _summed_scores,
+    _write_out)
 
 _barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 _cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
@@ -72,28 +73,17 @@ TR_LAYOUTS = {0: gl.BlockedLayout([4, 1], [16, 2], [1, 4], [1, 0]),
               1: gl.BlockedLayout([4, 4], [16, 2], [1, 4], [1, 0])}
 
 
-@gluon.jit
-def _prmt_lo_pairs(x, y):  # x0 y0 x1 y1
-    return gl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x5140;", "=r,r,r", [x, y], dtype=gl.int32, is_pure=True,
-                                     pack=1)
+# prmt selectors (byte i of the result is byte SEL[i] of y:x, x's bytes 0-3, y's 4-7)
+LO_PAIRS = gl.constexpr("0x5140")  # x0 y0 x1 y1
+HI_PAIRS = gl.constexpr("0x7362")  # x2 y2 x3 y3
+LO_HALVES = gl.constexpr("0x5410")  # x0 x1 y0 y1
+HI_HALVES = gl.constexpr("0x7632")  # x2 x3 y2 y3
 
 
 @gluon.jit
-def _prmt_hi_pairs(x, y):  # x2 y2 x3 y3
-    return gl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x7362;", "=r,r,r", [x, y], dtype=gl.int32, is_pure=True,
-                                     pack=1)
-
-
-@gluon.jit
-def _prmt_lo_halves(x, y):  # x0 x1 y0 y1
-    return gl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x5410;", "=r,r,r", [x, y], dtype=gl.int32, is_pure=True,
-                                     pack=1)
-
-
-@gluon.jit
-def _prmt_hi_halves(x, y):  # x2 x3 y2 y3
-    return gl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x7632;", "=r,r,r", [x, y], dtype=gl.int32, is_pure=True,
-                                     pack=1)
+def _prmt(x, y, SEL: gl.constexpr):
+    return gl.inline_asm_elementwise("prmt.b32 $0, $1, $2, " + SEL + ";", "=r,r,r", [x, y], dtype=gl.int32,
+                                     is_pure=True, pack=1)
 
 
 @gluon.jit
@@ -106,13 +96,13 @@ def _transposed_block(k32, c: gl.constexpr, TR_L: gl.constexpr):
     k02, k13 = gl.split(gl.reshape(x, [16, 32, 2, 2]))  # (the last axis: key 2 p + q)
     k0, k2 = gl.split(k02)
     k1, k3 = gl.split(k13)
-    t0 = _prmt_lo_pairs(k0, k1)  # k0.0 k1.0 k0.1 k1.1
-    t1 = _prmt_lo_pairs(k2, k3)
-    t2 = _prmt_hi_pairs(k0, k1)  # k0.2 k1.2 k0.3 k1.3
-    t3 = _prmt_hi_pairs(k2, k3)
+    t0 = _prmt(k0, k1, LO_PAIRS)  # k0.0 k1.0 k0.1 k1.1
+    t1 = _prmt(k2, k3, LO_PAIRS)
+    t2 = _prmt(k0, k1, HI_PAIRS)  # k0.2 k1.2 k0.3 k1.3
+    t3 = _prmt(k2, k3, HI_PAIRS)
     # [16, 32, 2, 2]: word 2 p + q of the 4 out, column 4 w + 2 p + q (k0 k1 k2 k3 of one byte each)
-    o = gl.join(gl.join(_prmt_lo_halves(t0, t1), _prmt_lo_halves(t2, t3)),
-                gl.join(_prmt_hi_halves(t0, t1), _prmt_hi_halves(t2, t3)))
+    o = gl.join(gl.join(_prmt(t0, t1, LO_HALVES), _prmt(t2, t3, LO_HALVES)),
+                gl.join(_prmt(t0, t1, HI_HALVES), _prmt(t2, t3, HI_HALVES)))
     return gl.reshape(gl.permute(gl.reshape(o, [16, 32, 4]), (1, 2, 0)), [128, 16])  # [column, key group]
 
 
@@ -255,26 +245,14 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_
         s2 = warpgroup_mma_wait(0, deps=[s2])
         _barrier()  # every warp's S^T is done with K
         mbarrier.arrive(bars.index(4 * st + ST_DONE))
-        s_hi, s_lo = gl.split(gl.permute(gl.reshape(s2, [BLOCK_N, 2, BLOCK_H]), (0, 2, 1)))
-        s = gl.convert_layout(s_hi + s_lo, O_L, assert_trivial=True) * s_scale[None, :]
+        s = _summed_scores(s2, O_L) * s_scale[None, :]
         if DEBUG:  # tile 0's scaled scores to dbg_s[t] (float32 [64, 16])
             if j == 0:
                 r = gl.arange(0, BLOCK_N, layout=KEYS)
                 h = gl.arange(0, BLOCK_H, layout=HEADS)
                 gl.store(dbg_s + t * (BLOCK_N * BLOCK_H) + r[:, None] * BLOCK_H + h[None, :], s)
         s = gl.where(((slot >= 0) & (slot < num_slots))[:, None], s, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, axis=0))
-        m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = gl.exp2(m_i - m_use)
-        p = gl.exp2(s - m_use[None, :])
-        l_k = l_k * alpha[None, :] + p
-        m_i = m_new
-        p_hi, p_lo = _halves(p * P_SCALE)
-        p8.index(0).store(p_hi.permute((1, 0)))
-        p8.index(1).store(p_lo.permute((1, 0)))
-        fence_async_shared()
-        _barrier()  # all four warps' P, before the warp group's wgmma reads it
-        acc = acc * alpha[None, :]
+        m_i, l_k, acc = _softmax_p(s, m_i, l_k, acc, p8)
         mbarrier.wait(bars.index(4 * st + VT_READY), ph)
         if DEBUG:  # tile 0's V^T as M sees it to dbg[t] ([512, 64] bytes)
             if j == 0:
@@ -294,12 +272,7 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, vt_0, vt_
                 acc = _pv(vt_1.index(z), p8, z, acc)
         _barrier()
         mbarrier.arrive(bars.index(4 * st + FREE))
-    l_o = gl.sum(l_k, axis=0)
-    inv = gl.where(l_o > 0, out_scale / (l_o * P_SCALE), 0.0)  # a row with nothing valid is 0
-    dims = gl.arange(0, D_NOPE, layout=gl.SliceLayout(1, O_L))
-    heads = gl.arange(0, BLOCK_H, layout=HEADS)
-    gl.store(out + t * stride_ot + heads.to(gl.int64)[None, :] * stride_oh + dims[:, None],
-             (acc * inv[None, :]).to(gl.bfloat16))
+    _write_out(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L)
 
 
 @gluon.jit
