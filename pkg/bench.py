@@ -86,14 +86,19 @@ def roofline_us(fmt: Fmt, T, H, copy_gbs, mm_tflops):
     return max(flops / (mm_tflops * 1e12), nbytes / (copy_gbs * 1e9)) * 1e6, flops, nbytes
 
 
-def measure_ceilings(device):
+def copy_ceiling_gbs(device) -> float:
+    """The device-to-device copy rate, GB/s of bytes read + written: a 1 GiB copy, do_bench's median."""
     from triton.testing import do_bench
     n = 1 << 30
     a = torch.empty(n, dtype=torch.uint8, device=device)
     b = torch.empty_like(a)
     ms = do_bench(lambda: b.copy_(a), warmup=25, rep=200, return_mode="median")
-    copy_gbs = 2 * n / (ms * 1e-3) / 1e9
-    del a, b
+    return 2 * n / (ms * 1e-3) / 1e9
+
+
+def measure_ceilings(device):
+    from triton.testing import do_bench
+    copy_gbs = copy_ceiling_gbs(device)
     x = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
     ms = do_bench(lambda: x @ x, warmup=25, rep=200, return_mode="median")
     mm = 2 * 8192 ** 3 / (ms * 1e-3) / 1e12

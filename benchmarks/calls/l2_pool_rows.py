@@ -22,15 +22,11 @@ def main() -> int:
     ap.add_argument("--pools", default="262144,16384", help="slot pools the top-k ids are drawn from")
     args = ap.parse_args()
     import sparsemla
-    from sparsemla.bench import FORMATS, graph_time_us, make_cache
+    from sparsemla.bench import FORMATS, copy_ceiling_gbs, graph_time_us, make_cache
     from sparsemla.gen.layout import kv_bytes_per_token
     from sparsemla.gen.suite import TOPK
     dev = torch.device("cuda")
-    copy = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
-    dst = torch.empty_like(copy)
-    from triton.testing import do_bench
-    copy_gbs = 2 * (1 << 30) / (do_bench(lambda: dst.copy_(copy), warmup=25, rep=200, return_mode="median")
-                                * 1e-3) / 1e9
+    copy_gbs = copy_ceiling_gbs(dev)
     pools = [int(p) for p in args.pools.split(",")]
     rows = []
     for name in args.formats.split(","):

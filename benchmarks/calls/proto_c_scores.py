@@ -281,7 +281,7 @@ def main() -> int:
     if args.compile:
         return max(compile_only(t) for t in tilings)
     import sparsemla
-    from sparsemla.bench import FORMATS, graph_time_us, make_cache
+    from sparsemla.bench import FORMATS, copy_ceiling_gbs, graph_time_us, make_cache
     from sparsemla.gen.suite import SLOTS
     dev = torch.device("cuda")
     T, H, topk = args.tokens, 16, 2048
@@ -333,11 +333,7 @@ def main() -> int:
         for n in names[rep % len(names):] + names[:rep % len(names)]:
             times[n].append(graph_time_us(variants[n]))
     nbytes = T * topk * 576
-    copy = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
-    dst = torch.empty_like(copy)
-    from triton.testing import do_bench
-    ms = do_bench(lambda: dst.copy_(copy), warmup=25, rep=200, return_mode="median")
-    copy_gbs = 2 * (1 << 30) / (ms * 1e-3) / 1e9
+    copy_gbs = copy_ceiling_gbs(dev)
     print(f"| variant | us (median of {2 * len(names)}) | GB/s | of copy ceiling ({copy_gbs:.0f} GB/s) |\n"
           "|---|---|---|---|")
     for n in names:

@@ -460,7 +460,7 @@ def main() -> int:
         return (compile_only(False, False) or compile_only(True, False) or compile_only(True, True, 2)
                 or compile_only(True, False, 2) or compile_only(True, True, 3))
     import sparsemla
-    from sparsemla.bench import FORMATS, graph_time_us, make_cache
+    from sparsemla.bench import FORMATS, copy_ceiling_gbs, graph_time_us, make_cache
     from sparsemla.gen.suite import SLOTS
     dev = torch.device("cuda")
     T, H, topk = args.tokens, 16, 2048
@@ -504,11 +504,7 @@ def main() -> int:
         for n in names[rep:] + names[:rep]:
             times[n].append(graph_time_us(variants[n]))
     nbytes = T * topk * 576
-    copy = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
-    dst = torch.empty_like(copy)
-    from triton.testing import do_bench
-    ms = do_bench(lambda: dst.copy_(copy), warmup=25, rep=200, return_mode="median")
-    copy_gbs = 2 * (1 << 30) / (ms * 1e-3) / 1e9
+    copy_gbs = copy_ceiling_gbs(dev)
     print(f"| variant | us (median of {len(names)}) | GB/s | of copy ceiling ({copy_gbs:.0f} GB/s) |\n|---|---|---|---|")
     for n in names:
         us = sorted(times[n])[len(names) // 2]
