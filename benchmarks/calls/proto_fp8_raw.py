@@ -431,6 +431,64 @@ def debug_tile0(u8, kv_scale, sm_scale, T, H, topk, slots, d_qk) -> bool:
     return good
 
 
+def check_kernels(kernels, fmt, cache, kw, T, H, topk, dev) -> bool:
+    """Each kernel (name -> fn(q, idx, out)) against the PyTorch reference on three trials of fresh inputs: plain; 1 in
+    7 ids -1, an all-invalid token, ids past the cache; a token with large Q and one with small rope."""
+    import sparsemla
+    from sparsemla.gen.suite import SLOTS
+    ok_all = True
+    for trial in range(3):
+        g = torch.Generator(device=dev).manual_seed(trial)
+        idx = torch.randint(0, SLOTS, (T, topk), device=dev, generator=g, dtype=torch.int32)
+        if trial == 1:
+            idx[idx % 7 == 0] = -1
+            idx[3] = -1  # an all-invalid row
+            idx[4, :100] = SLOTS + 5  # past the cache: masked like -1
+        q = torch.randn(T, H, fmt.d_qk, device=dev, generator=g).bfloat16()
+        if trial == 2:
+            q[5] *= 1000.0  # a token with large Q (the halves' scale per head)
+            q[6, :, :64] *= 1e-3
+        ref = sparsemla.sparse_mla(q, cache, idx.clamp_max(SLOTS - 1).masked_fill(idx >= SLOTS, -1),
+                                   sm_scale=fmt.d_qk ** -0.5, kv_format="fp8_e4m3", backend="torch", **kw)
+        for name, fn in kernels.items():
+            out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
+            fn(q, idx, out)
+            good, verdict = check_out(out, ref, 3 if trial == 1 else None)
+            ok_all &= good
+            print(f"trial {trial}, {name}: {verdict}", flush=True)
+    return ok_all
+
+
+def time_kernels(kernels, fmt, cache, kw, fmt_name, T, H, topk, pools, dev):
+    """CUDA-graph times of each kernel (name -> fn(q, idx, out)) and the shipped one on each slot pool (the suite's,
+    then one that stays in L2: what the SMs need), four input sets a pool, in alternating orders; one table."""
+    import sparsemla
+    from sparsemla.bench import copy_ceiling_gbs, graph_time_us
+    nbytes = T * topk * fmt.d_qk
+    copy_gbs = copy_ceiling_gbs(dev)
+    rows = []
+    for pool in pools:
+        sets = []
+        for r in range(4):
+            g = torch.Generator(device=dev).manual_seed(100 + r)
+            idx = torch.randint(0, pool, (T, topk), device=dev, generator=g, dtype=torch.int32)
+            q = torch.randn(T, H, fmt.d_qk, device=dev, generator=g).bfloat16()
+            sets.append((q, idx, torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
+        variants = {**{name: [lambda s=s, fn=fn: fn(*s) for s in sets] for name, fn in kernels.items()},
+                    "shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=fmt.d_qk ** -0.5,
+                                                                 kv_format="fp8_e4m3", out=s[2], **kw) for s in sets]}
+        times = {n: [] for n in variants}
+        for rep in range(4):  # alternating orders
+            for n in (list(variants) if rep % 2 == 0 else list(variants)[::-1]):
+                times[n].append(graph_time_us(variants[n]))
+        rows += [(n, pool, sorted(times[n])[2]) for n in variants]
+    print(f"\n{torch.cuda.get_device_name()}\n| variant | slot pool | us (median of 4) | GB/s | of copy ceiling "
+          f"({copy_gbs:.0f} GB/s) |\n|---|---|---|---|---|")
+    for n, pool, us in rows:
+        print(f"| {n} {fmt_name} T={T} H={H} | {pool} | {us:.1f} | {nbytes / us / 1e3:.0f} | "
+              f"{nbytes / us / 1e3 / copy_gbs:.2f} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile", action="store_true")
@@ -444,8 +502,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.compile:
         return compile_only()
-    import sparsemla
-    from sparsemla.bench import FORMATS, copy_ceiling_gbs, graph_time_us, make_cache
+    from sparsemla.bench import FORMATS, make_cache
     from sparsemla.gen.suite import SLOTS
     dev = torch.device("cuda")
     T, H, topk = args.tokens, 16, 2048
@@ -473,53 +530,13 @@ def main() -> int:
         return 0
     if args.debug_only:
         return 0 if ok_all and debug_tile0(u8, kw["kv_scale"], sm_scale, T, H, topk, SLOTS, d_qk) else 1
-    for trial in range(3):
-        g = torch.Generator(device=dev).manual_seed(trial)
-        idx = torch.randint(0, SLOTS, (T, topk), device=dev, generator=g, dtype=torch.int32)
-        if trial == 1:
-            idx[idx % 7 == 0] = -1
-            idx[3] = -1  # an all-invalid row
-            idx[4, :100] = SLOTS + 5  # past the cache: masked like -1
-        q = torch.randn(T, H, d_qk, device=dev, generator=g).bfloat16()
-        if trial == 2:
-            q[5] *= 1000.0  # a token with large Q (the halves' scale per head)
-            q[6, :, :64] *= 1e-3
-        ref = sparsemla.sparse_mla(q, cache, idx.clamp_max(SLOTS - 1).masked_fill(idx >= SLOTS, -1),
-                                   sm_scale=sm_scale, kv_format="fp8_e4m3", backend="torch", **kw)
-        for name, (trl, early, sep) in KERNELS.items():
-            out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
-            launch(q, u8, idx, out, sm_scale, kw["kv_scale"], trl=trl, early=early, sep=sep)
-            good, verdict = check_out(out, ref, 3 if trial == 1 else None)
-            ok_all &= good
-            print(f"trial {trial}, {name}: {verdict}", flush=True)
-    nbytes = T * topk * d_qk
-    copy_gbs = copy_ceiling_gbs(dev)
-    rows = []
-    for pool in (SLOTS, args.l2_slots):  # the suite's pool, then one that stays in L2 (what the SMs need)
-        sets = []
-        for r in range(4):
-            g = torch.Generator(device=dev).manual_seed(100 + r)
-            idx = torch.randint(0, pool, (T, topk), device=dev, generator=g, dtype=torch.int32)
-            q = torch.randn(T, H, d_qk, device=dev, generator=g).bfloat16()
-            sets.append((q, idx, torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
-        variants = {
-            **{f"raw e4m3, {name}": [lambda s=s, trl=trl, early=early, sep=sep: launch(
-                s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"], trl=trl, early=early, sep=sep)
-                for s in sets] for name, (trl, early, sep) in KERNELS.items()},
-            "raw e4m3, no transpose (wrong)": [lambda s=s: launch(s[0], u8, s[1], s[2], sm_scale, kw["kv_scale"],
-                                                                  diag=1) for s in sets],
-            "shipped": [lambda s=s: sparsemla.sparse_mla(s[0], cache, s[1], sm_scale=sm_scale, kv_format="fp8_e4m3",
-                                                         out=s[2], **kw) for s in sets]}
-        times = {n: [] for n in variants}
-        for rep in range(4):  # alternating orders
-            for n in (list(variants) if rep % 2 == 0 else list(variants)[::-1]):
-                times[n].append(graph_time_us(variants[n]))
-        rows += [(n, pool, sorted(times[n])[2]) for n in variants]
-    print(f"\n{torch.cuda.get_device_name()}\n| variant | slot pool | us (median of 4) | GB/s | of copy ceiling "
-          f"({copy_gbs:.0f} GB/s) |\n|---|---|---|---|---|")
-    for n, pool, us in rows:
-        print(f"| {n} {args.format} T={T} H={H} | {pool} | {us:.1f} | {nbytes / us / 1e3:.0f} | "
-              f"{nbytes / us / 1e3 / copy_gbs:.2f} |")
+    kernels = {f"raw e4m3, {name}": (lambda q, idx, out, trl=trl, early=early, sep=sep: launch(
+        q, u8, idx, out, sm_scale, kw["kv_scale"], trl=trl, early=early, sep=sep))
+        for name, (trl, early, sep) in KERNELS.items()}
+    ok_all &= check_kernels(kernels, fmt, cache, kw, T, H, topk, dev)
+    kernels["raw e4m3, no transpose (wrong)"] = lambda q, idx, out: launch(q, u8, idx, out, sm_scale, kw["kv_scale"],
+                                                                           diag=1)
+    time_kernels(kernels, fmt, cache, kw, args.format, T, H, topk, (SLOTS, args.l2_slots), dev)
     print("correctness:", "ok" if ok_all else "FAIL")
     return 0 if ok_all else 1
 

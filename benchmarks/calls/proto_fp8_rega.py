@@ -1,0 +1,293 @@
+"""Issue 7, the fp8 T=256 H=16 rows (session 42 prototype): proto_fp8_raw.py's raw-row kernel with V^T made in
+registers, as P.V's A operand, instead of in shared memory.
+
+Why: session 41 (calls 8-18, an H100) and session 42's call 1: the raw-row kernel gathers the e4m3 rows by cp.async,
+S^T and P.V on e4m3 operands; without V^T (wrong results) it takes 78 us on an L2-resident slot pool, with V^T made in
+shared memory 116-117 us. By the arithmetic that transpose is shared-memory bandwidth: a tile moves 36 KB in
+(cp.async), 36 KB to S^T, then V^T's 32 KB read, written (2-way conflicts) and read again by P.V: ~230 KB of bank
+traffic a tile where no V^T needs ~100 KB. fp8 wgmma reads only K-major operands from shared memory, but its A may
+come from registers, and O^T's rows (the 512 dims) may be in any order. So here group M reads each tile's K as 16-byte
+words once (a thread: 4 keys x 16 dims, 4 times over; conflict-free, each key's 128 bytes a wavefront), turns each
+4 x 4 block of bytes by byte permutes (proto_fp8_raw's), and hands the words to wgmma as A as they are: thread
+(warp w, lane 4a + q) holds dims 128 w + 16 a + 0..15 of keys 4 q + i (+16, +32, +48), which is the register
+fragment of wgmma's A for O^T's row m = 128 e + 64 b1 + 16 w + 8 b0 + a, dim 128 w + 16 a + 4 e + 2 b1 + b0 (the
+output is written through that map). No V^T in shared memory, no second group's transpose, and the stage is free
+once S^T and these loads are done, before the softmax and P.V.
+- Group G (4 warps) only gathers: tile j's raw rows by cp.async into stage j % NST (proto_fp8_raw's _gather).
+- Group M: S^T issued on the stage, V^T's operand built in registers while it runs, the stage freed, the softmax (P x
+  256's two e4m3 halves, proto_fp8_mma's), then O^T += V^T P^T with A from registers.
+Shared memory a program: NST stages of 36 KB (K 32 KB, rope 4 KB), Q's halves 18 KB, P's 2 KB: two stages 92.5 KB
+(two programs an SM), three 128.5 KB (one).
+
+Scope: fp8_e4m3, d_qk 576 or 512 (--format fp8 or fp8_nope), 16 heads, one split, no sink, LSE or topk_length.
+  python3 benchmarks/calls/proto_fp8_rega.py            (GPU: correctness, timing beside proto_fp8_raw's and the shipped)
+  python3 benchmarks/calls/proto_fp8_rega.py --compile  (no GPU: compile for sm_90a, print registers / spills / smem)
+"""
+import argparse
+import os
+import sys
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proto_fp8_mma import (  # noqa: E402
+    BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, P_SCALE, _load_q_halves, _reinterpret, _slots, _softmax_p, _summed_scores)
+from proto_fp8_raw import (  # noqa: E402
+    HI_HALVES, HI_PAIRS, LO_HALVES, LO_PAIRS, SW128, SW128_32, SW64, _barrier, _gather, _prmt, check_kernels,
+    time_kernels)
+import proto_fp8_raw  # noqa: E402
+
+READY = gl.constexpr(0)  # barrier 2 s: stage s's rows landed (one cp.async arrive from each of G's 128 threads)
+FREE = gl.constexpr(1)  # barrier 2 s + 1: M's S^T and V^T loads are done with stage s
+GATHER_REGS = gl.constexpr(56)
+# A stage's K as 32-bit words [64 keys, 128 words] as M loads it: a thread's 4 keys (4 q + i, +16, +32, +48: registers)
+# of 4 words (16 bytes: registers), lanes 4 a + q, warps w: dims 128 w + 16 a + 0..15
+VT_LOAD = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [16, 0], [32, 0]], lane_bases=[[4, 0], [8, 0], [0, 4], [0, 8], [0, 16]],
+    warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[BLOCK_N, D_NOPE // 4]))
+
+
+@gluon.jit
+def _split4(x):
+    """x [..., 4] -> its four slices on the last axis (registers)."""
+    x02, x13 = gl.split(gl.reshape(x, x.shape[:-1] + [2, 2]))
+    x0, x2 = gl.split(x02)
+    x1, x3 = gl.split(x13)
+    return x0, x1, x2, x3
+
+
+@gluon.jit
+def _join4(x0, x1, x2, x3):
+    """The inverse of _split4."""
+    y = gl.join(gl.join(x0, x2), gl.join(x1, x3))
+    return gl.reshape(y, y.shape[:-2] + [4])
+
+
+@gluon.jit
+def _vt_operand(k32s, DOT_A: gl.constexpr, NO_PRMT: gl.constexpr):
+    """The stage's K (k32s: [64 keys, 128 words], 128-byte swizzle) as O^T's A operand [512 rows m, 64 keys] in
+    registers: row m is dim 128 w + 16 a + 4 e + 2 b1 + b0 for m = 128 e + 64 b1 + 16 w + 8 b0 + a. Nothing moves
+    between threads: the layout conversion at the end is asserted trivial."""
+    x = gl.reshape(k32s.load(VT_LOAD), [2, 2, 4, 4, 4, 8, 4])  # keys s g q i, words w a e
+    x = gl.permute(x, (0, 1, 2, 4, 5, 6, 3))  # s g q w a e | i
+    if NO_PRMT:  # (DIAG: the words as loaded, untransposed; timing only)
+        y = x
+    else:
+        k0, k1, k2, k3 = _split4(x)
+        t0 = _prmt(k0, k1, LO_PAIRS)  # k0.0 k1.0 k0.1 k1.1
+        t1 = _prmt(k2, k3, LO_PAIRS)
+        t2 = _prmt(k0, k1, HI_PAIRS)  # k0.2 k1.2 k0.3 k1.3
+        t3 = _prmt(k2, k3, HI_PAIRS)
+        y = _join4(_prmt(t0, t1, LO_HALVES), _prmt(t0, t1, HI_HALVES), _prmt(t2, t3, LO_HALVES),
+                   _prmt(t2, t3, HI_HALVES))  # s g q w a e | b: dim byte b of keys i = 0..3, a word
+    # the words as bytes (the compiler packs them straight back: no instructions)
+    yb = _join4(y.to(gl.int8), (y >> 8).to(gl.int8), (y >> 16).to(gl.int8), (y >> 24).to(gl.int8))
+    yb = gl.permute(gl.reshape(yb, [2, 2, 4, 4, 8, 4, 2, 2, 4]), (5, 6, 3, 7, 4, 0, 1, 2, 8))  # e b1 w b0 a | s g q i
+    a = gl.reshape(yb, [D_NOPE, BLOCK_N]).to(gl.float8e4nv, bitcast=True)
+    return gl.convert_layout(a, DOT_A, assert_trivial=True)
+
+
+@gluon.jit
+def _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L: gl.constexpr):
+    """O^T (rows in _vt_operand's order) normalized by the row sums into out[t] as bfloat16."""
+    l_o = gl.sum(l_k, axis=0)
+    inv = gl.where(l_o > 0, out_scale / (l_o * P_SCALE), 0.0)  # a row with nothing valid is 0
+    m = gl.arange(0, D_NOPE, layout=gl.SliceLayout(1, O_L))
+    dims = 128 * ((m >> 4) & 3) + 16 * (m & 7) + 4 * (m >> 7) + 2 * ((m >> 6) & 1) + ((m >> 3) & 1)
+    heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, O_L))
+    gl.store(out + t * stride_ot + heads.to(gl.int64)[None, :] * stride_oh + dims[:, None],
+             (acc * inv[None, :]).to(gl.bfloat16))
+
+
+@gluon.jit
+def check_pv_regs(k_ptr, p_ptr, o_ptr):
+    """Unit check: K [64, 512] and P [16, 64] (e4m3 bytes) stored as the kernel holds them, O^T = V^T P^T with V^T's
+    operand from _vt_operand, written through its row map to o_ptr [16, 512] (bfloat16)."""
+    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
+    GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])
+    stage = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_N, D_NOPE], SW128)
+    p8 = gl.allocate_shared_memory(gl.float8e4nv, [BLOCK_H, BLOCK_N], SW64)
+    rows = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, GC))
+    cols = gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GC))
+    stage.index(0).store(gl.load(k_ptr + rows[:, None] * D_NOPE + cols[None, :]).to(gl.float8e4nv, bitcast=True))
+    hr = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GC))
+    kc = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, GC))
+    p8.store(gl.load(p_ptr + hr[:, None] * BLOCK_N + kc[None, :]).to(gl.float8e4nv, bitcast=True))
+    fence_async_shared()
+    _barrier()
+    a = _vt_operand(_reinterpret(stage, gl.int32, [1, BLOCK_N, D_NOPE // 4], SW128_32).index(0),
+                    gl.DotOperandLayout(operand_index=0, parent=O_L, k_width=4), False)
+    acc = warpgroup_mma(a, p8.permute((1, 0)), gl.zeros([D_NOPE, BLOCK_H], gl.float32, layout=O_L), is_async=True)
+    acc = warpgroup_mma_wait(0, deps=[acc])
+    l_k = gl.full([BLOCK_N, BLOCK_H], 1.0 / (BLOCK_N * P_SCALE), gl.float32, layout=O_L)  # (so inv is 1)
+    _write_out_rows(acc, l_k, o_ptr, 0, D_NOPE, D_NOPE, 1.0, O_L)
+
+
+@gluon.jit
+def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST: gl.constexpr, ROPE: gl.constexpr):
+    """Gathers tile g's raw rows into stage g % NST once M is done with the tile NST before."""
+    for g in range(n_tiles):
+        s = g % NST
+        _gather(kv, stride_row, num_slots, idx_row, n_tiles, g, kn8.index(s), kr8.index(s), bars.index(2 * s + READY),
+                bars.index(2 * s + FREE), ((g // NST) & 1) ^ 1, g >= NST, ROPE)
+
+
+@gluon.jit
+def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, bars, out, stride_ot,
+             stride_oh, score_scale, out_scale, n_tiles, zero, DIAG: gl.constexpr, ROPE: gl.constexpr,
+             NST: gl.constexpr):
+    """S^T, V^T's operand, the softmax and O^T of every tile: the keys are S^T's M, the dims O^T's."""
+    S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
+    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
+    DOT_A: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=O_L, k_width=4)
+    KEYS: gl.constexpr = gl.SliceLayout(1, O_L)
+    HEADS: gl.constexpr = gl.SliceLayout(0, O_L)
+    q_unscale = _load_q_halves(q, stride_qt, stride_qh, t, qn8.index(0), qr8.index(0), ROPE)
+    s_scale = score_scale * gl.convert_layout(q_unscale, HEADS)
+    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, layout=HEADS)
+    l_k = gl.zeros([BLOCK_N, BLOCK_H], gl.float32, layout=O_L)  # row sums per key row, summed across warps once
+    acc = gl.zeros([D_NOPE, BLOCK_H], gl.float32, layout=O_L)
+    slot_nx = _slots(idx_row, 0, n_tiles, KEYS)
+    for j in range(n_tiles):
+        z = j * zero  # (descriptors made where each wgmma is issued: see proto_fp8_raw.py)
+        st = j % NST
+        ph = (j // NST) & 1
+        slot = slot_nx
+        slot_nx = _slots(idx_row, j + 1, n_tiles, KEYS)  # a tile ahead (cp.async zero-fills missing rows)
+        mbarrier.wait(bars.index(2 * st + READY), ph)
+        fence_async_shared()  # the rows cp.async wrote, before wgmma reads them
+        s2 = gl.zeros([BLOCK_N, 2 * BLOCK_H], gl.float32, layout=S2_L)
+        s2 = warpgroup_mma(kn8.index(z + st), qn8.index(z).permute((1, 0)), s2, use_acc=False, is_async=True)
+        if ROPE:
+            s2 = warpgroup_mma(kr8.index(z + st), qr8.index(z).permute((1, 0)), s2, is_async=True)
+        a = _vt_operand(k32.index(z + st), DOT_A, DIAG & 1 != 0)  # while S^T runs
+        s2 = warpgroup_mma_wait(0, deps=[s2])
+        _barrier()  # every warp's S^T and loads are done with the stage
+        mbarrier.arrive(bars.index(2 * st + FREE))
+        s = _summed_scores(s2, O_L) * s_scale[None, :]
+        s = gl.where(((slot >= 0) & (slot < num_slots))[:, None], s, float("-inf"))
+        m_i, l_k, acc = _softmax_p(s, m_i, l_k, acc, p8)
+        if DIAG & 2 == 0:  # (DIAG & 2: no P.V)
+            acc = warpgroup_mma(a, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma(a, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(0, deps=[acc])
+        _barrier()  # (P's buffer is rewritten by the next tile)
+    _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L)
+
+
+@gluon.jit
+def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
+                   score_scale, out_scale, zero, TOPK: gl.constexpr, DIAG: gl.constexpr = 0, ROPE: gl.constexpr = True,
+                   NST: gl.constexpr = 2):
+    t = gl.program_id(0).to(gl.int64)
+    kn8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_NOPE], SW128)
+    kr8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_ROPE], SW64)
+    qn8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_NOPE], SW128)
+    qr8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_ROPE], SW64)
+    p8 = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_H, BLOCK_N], SW64)
+    k32 = _reinterpret(kn8, gl.int32, [NST, BLOCK_N, D_NOPE // 4], SW128_32)
+    bars = gl.allocate_shared_memory(gl.int64, [2 * NST, 1], mbarrier.MBarrierLayout())
+    for b in gl.static_range(2 * NST):
+        mbarrier.init(bars.index(b), count=128 if b % 2 == READY else 1)
+    idx_row = idx + t * stride_it
+    n_tiles = TOPK // BLOCK_N
+    gl.warp_specialize([
+        (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, bars, out, stride_ot,
+                    stride_oh, score_scale, out_scale, n_tiles, zero, DIAG, ROPE, NST)),
+        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST, ROPE)),
+    ], [4], [GATHER_REGS])
+
+
+# The kernels checked and timed: name -> NST
+KERNELS = {"V^T in registers, two stages": 2, "V^T in registers, three stages": 3}
+
+
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, nst=2, diag=0):
+    proto_fp8_rega[(q.shape[0],)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
+                                  idx.stride(0), out, out.stride(0), out.stride(1),
+                                  sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0, TOPK=idx.shape[1], DIAG=diag,
+                                  ROPE=q.shape[-1] > D_NOPE, NST=nst, num_warps=4, maxnreg=128)
+
+
+def compile_only() -> int:
+    """Compile the kernel for sm_90a and print its resources (no GPU)."""
+    import re
+    from triton.backends.compiler import GPUTarget
+    from sparsemla.gen.compile_check import _ptxas_resources
+    sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
+           "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
+           "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
+           "DIAG": "constexpr", "ROPE": "constexpr", "NST": "constexpr"}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
+    for nst, rope, diag in ((2, True, 0), (3, True, 0), (2, False, 0), (2, True, 1)):
+        k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_rega, sig, {"TOPK": 2048, "DIAG": diag,
+                                                                               "ROPE": rope, "NST": nst},
+                                                         attrs=attrs),
+                           target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
+        ptx = k.asm["ptx"]
+        regs = sorted(set(re.findall(r"setmaxnreg[.a-z0-9]*\s+([0-9]+)", ptx)))
+        print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag}: smem "
+              f"{k.metadata.shared} B; wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async "
+              f"{len(re.findall(r'cp.async.cg', ptx))}; ld.shared.v4 {len(re.findall(r'ld.shared.v4', ptx))}; "
+              f"st.shared {len(re.findall(r'st.shared', ptx))}; prmt {len(re.findall(r'prmt', ptx))}; setmaxnreg "
+              f"{regs}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
+    k = triton.compile(gluon._runtime.GluonASTSource(check_pv_regs, {"k_ptr": "*u8", "p_ptr": "*u8", "o_ptr": "*bf16"},
+                                                     {}), target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    print(f"Triton {triton.__version__} check_pv_regs: smem {k.metadata.shared} B")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--format", default="fp8", choices=["fp8", "fp8_nope"], help="the suite's fp8_e4m3 formats")
+    ap.add_argument("--l2-slots", type=int, default=16384, help="the L2-resident pool timed after the suite's")
+    ap.add_argument("--plain-only", action="store_true", help="one plain launch only (e.g. under compute-sanitizer)")
+    args = ap.parse_args()
+    if args.compile:
+        return compile_only()
+    from sparsemla.bench import FORMATS, make_cache
+    from sparsemla.gen.suite import SLOTS
+    dev = torch.device("cuda")
+    T, H, topk = args.tokens, 16, 2048
+    fmt = FORMATS[args.format]
+    cache, kw = make_cache(fmt, dev)
+    u8 = cache.view(torch.uint8)
+    sm_scale = fmt.d_qk ** -0.5
+    if args.plain_only:
+        idx = torch.randint(0, SLOTS, (T, topk), device=dev, dtype=torch.int32)
+        q = torch.randn(T, H, fmt.d_qk, device=dev).bfloat16()
+        out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
+        launch(q, u8, idx, out, sm_scale, kw["kv_scale"])
+        torch.cuda.synchronize()
+        print(f"plain launch: output finite {bool(torch.isfinite(out.float()).all())}")
+        return 0
+    k8 = (torch.randn(BLOCK_N, D_NOPE, device=dev) * 4).to(torch.float8_e4m3fn)
+    p8 = torch.rand(BLOCK_H, BLOCK_N, device=dev).to(torch.float8_e4m3fn)
+    o = torch.empty(BLOCK_H, D_NOPE, device=dev, dtype=torch.bfloat16)
+    check_pv_regs[(1,)](k8.view(torch.uint8), p8.view(torch.uint8), o, num_warps=4)
+    o_ref = p8.float() @ k8.float()
+    unit_err = ((o.float() - o_ref).norm() / o_ref.norm()).item()
+    ok = unit_err < 1e-2
+    print(f"unit: V^T P^T with V^T's operand from registers: rel err {unit_err:.2e} -> {'ok' if ok else 'FAIL'}",
+          flush=True)
+    kernels = {name: (lambda q, idx, out, nst=nst: launch(q, u8, idx, out, sm_scale, kw["kv_scale"], nst=nst))
+               for name, nst in KERNELS.items()}
+    ok &= check_kernels(kernels, fmt, cache, kw, T, H, topk, dev)
+    kernels["V^T in registers, no byte permutes (wrong)"] = lambda q, idx, out: launch(
+        q, u8, idx, out, sm_scale, kw["kv_scale"], diag=1)
+    kernels["raw e4m3, V^T in place (session 41)"] = lambda q, idx, out: proto_fp8_raw.launch(
+        q, u8, idx, out, sm_scale, kw["kv_scale"])
+    time_kernels(kernels, fmt, cache, kw, args.format, T, H, topk, (SLOTS, args.l2_slots), dev)
+    print("correctness:", "ok" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
