@@ -38,8 +38,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proto_fp8_mma import (  # noqa: E402
     BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, P_SCALE, _load_q_halves, _reinterpret, _slots, _softmax_p, _summed_scores)
 from proto_fp8_raw import (  # noqa: E402
-    HI_HALVES, HI_PAIRS, LO_HALVES, LO_PAIRS, SW128, SW128_32, SW64, _barrier, _gather, _prmt, check_kernels,
-    time_kernels)
+    HI_HALVES, HI_PAIRS, LO_HALVES, LO_PAIRS, SW128, SW128_32, SW64, SW64_32, _barrier, _gather, _prmt, _pv,
+    check_kernels, time_kernels)
 import proto_fp8_raw  # noqa: E402
 
 READY = gl.constexpr(0)  # barrier 2 s: stage s's rows landed (one cp.async arrive from each of G's 128 threads)
@@ -49,6 +49,10 @@ GATHER_REGS = gl.constexpr(56)
 # of 4 words (16 bytes: registers), lanes 4 a + q, warps w: dims 128 w + 16 a + 0..15
 VT_LOAD = gl.constexpr(gl.DistributedLinearLayout(
     reg_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [16, 0], [32, 0]], lane_bases=[[4, 0], [8, 0], [0, 4], [0, 8], [0, 16]],
+    warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[BLOCK_N, D_NOPE // 4]))
+# The same for VT_SMEM: a thread's 16 keys 16 q + 0..15 (registers) of 4 words, lanes 4 a + q, warps w
+VT_LOAD_S = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [8, 0]], lane_bases=[[16, 0], [32, 0], [0, 4], [0, 8], [0, 16]],
     warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[BLOCK_N, D_NOPE // 4]))
 
 
@@ -69,22 +73,35 @@ def _join4(x0, x1, x2, x3):
 
 
 @gluon.jit
+def _transpose4(x):
+    """x [..., 4]: 4 keys' words (4 dims each) -> [..., 4]: 4 dims' words (4 keys each), by byte permutes."""
+    k0, k1, k2, k3 = _split4(x)
+    t0 = _prmt(k0, k1, LO_PAIRS)  # k0.0 k1.0 k0.1 k1.1
+    t1 = _prmt(k2, k3, LO_PAIRS)
+    t2 = _prmt(k0, k1, HI_PAIRS)  # k0.2 k1.2 k0.3 k1.3
+    t3 = _prmt(k2, k3, HI_PAIRS)
+    return _join4(_prmt(t0, t1, LO_HALVES), _prmt(t0, t1, HI_HALVES), _prmt(t2, t3, LO_HALVES),
+                  _prmt(t2, t3, HI_HALVES))
+
+
+@gluon.jit
+def _vt_rows(k32s):
+    """VT_SMEM: the stage's K (k32s: [64 keys, 128 words]) as V^T's words [512 rows, 16 words] to store in place:
+    row 128 w + 32 e + 8 b + a is dim 128 w + 16 a + 4 e + b, word c keys 4 c..4 c + 3. Loads (16 bytes) and stores
+    (16 bytes: a quarter warp's 8 lanes fill two 64-byte rows) without bank conflicts."""
+    x = gl.reshape(k32s.load(VT_LOAD_S), [4, 4, 4, 4, 8, 4])  # keys q c i, words w a e
+    y = _transpose4(gl.permute(x, (0, 1, 3, 4, 5, 2)))  # q c w a e | b
+    return gl.reshape(gl.permute(y, (2, 4, 5, 3, 0, 1)), [D_NOPE, BLOCK_N // 4])  # w e b a | q c
+
+
+@gluon.jit
 def _vt_operand(k32s, DOT_A: gl.constexpr, NO_PRMT: gl.constexpr):
     """The stage's K (k32s: [64 keys, 128 words], 128-byte swizzle) as O^T's A operand [512 rows m, 64 keys] in
     registers: row m is dim 128 w + 16 a + 4 e + 2 b1 + b0 for m = 128 e + 64 b1 + 16 w + 8 b0 + a. Nothing moves
     between threads: the layout conversion at the end is asserted trivial."""
     x = gl.reshape(k32s.load(VT_LOAD), [2, 2, 4, 4, 4, 8, 4])  # keys s g q i, words w a e
     x = gl.permute(x, (0, 1, 2, 4, 5, 6, 3))  # s g q w a e | i
-    if NO_PRMT:  # (DIAG: the words as loaded, untransposed; timing only)
-        y = x
-    else:
-        k0, k1, k2, k3 = _split4(x)
-        t0 = _prmt(k0, k1, LO_PAIRS)  # k0.0 k1.0 k0.1 k1.1
-        t1 = _prmt(k2, k3, LO_PAIRS)
-        t2 = _prmt(k0, k1, HI_PAIRS)  # k0.2 k1.2 k0.3 k1.3
-        t3 = _prmt(k2, k3, HI_PAIRS)
-        y = _join4(_prmt(t0, t1, LO_HALVES), _prmt(t0, t1, HI_HALVES), _prmt(t2, t3, LO_HALVES),
-                   _prmt(t2, t3, HI_HALVES))  # s g q w a e | b: dim byte b of keys i = 0..3, a word
+    y = x if NO_PRMT else _transpose4(x)  # s g q w a e | b (NO_PRMT, a DIAG: untransposed, timing only)
     # the words as bytes (the compiler packs them straight back: no instructions)
     yb = _join4(y.to(gl.int8), (y >> 8).to(gl.int8), (y >> 16).to(gl.int8), (y >> 24).to(gl.int8))
     yb = gl.permute(gl.reshape(yb, [2, 2, 4, 4, 8, 4, 2, 2, 4]), (5, 6, 3, 7, 4, 0, 1, 2, 8))  # e b1 w b0 a | s g q i
@@ -93,39 +110,54 @@ def _vt_operand(k32s, DOT_A: gl.constexpr, NO_PRMT: gl.constexpr):
 
 
 @gluon.jit
-def _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L: gl.constexpr):
-    """O^T (rows in _vt_operand's order) normalized by the row sums into out[t] as bfloat16."""
+def _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L: gl.constexpr, VT_SMEM: gl.constexpr):
+    """O^T (rows in _vt_rows' order with VT_SMEM, else _vt_operand's) normalized by the row sums into out[t] as bfloat16."""
     l_o = gl.sum(l_k, axis=0)
     inv = gl.where(l_o > 0, out_scale / (l_o * P_SCALE), 0.0)  # a row with nothing valid is 0
     m = gl.arange(0, D_NOPE, layout=gl.SliceLayout(1, O_L))
-    dims = 128 * ((m >> 4) & 3) + 16 * (m & 7) + 4 * (m >> 7) + 2 * ((m >> 6) & 1) + ((m >> 3) & 1)
+    if VT_SMEM:  # _vt_rows' rows
+        dims = 128 * (m >> 7) + 16 * (m & 7) + 4 * ((m >> 5) & 3) + ((m >> 3) & 3)
+    else:  # _vt_operand's
+        dims = 128 * ((m >> 4) & 3) + 16 * (m & 7) + 4 * (m >> 7) + 2 * ((m >> 6) & 1) + ((m >> 3) & 1)
     heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, O_L))
     gl.store(out + t * stride_ot + heads.to(gl.int64)[None, :] * stride_oh + dims[:, None],
              (acc * inv[None, :]).to(gl.bfloat16))
 
 
 @gluon.jit
-def check_pv_regs(k_ptr, p_ptr, o_ptr):
-    """Unit check: K [64, 512] and P [16, 64] (e4m3 bytes) stored as the kernel holds them, O^T = V^T P^T with V^T's
-    operand from _vt_operand, written through its row map to o_ptr [16, 512] (bfloat16)."""
+def check_pv_regs(k_ptr, p_ptr, o_ptr, VT_SMEM: gl.constexpr):
+    """Unit check: K [64, 512] and P [16, 64] (e4m3 bytes) stored as the kernel holds them, O^T = V^T P^T with V^T
+    from _vt_operand (A from registers) or, with VT_SMEM, from _vt_rows stored in place, written through the row map
+    to o_ptr [16, 512] (bfloat16)."""
     O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])
     stage = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_N, D_NOPE], SW128)
-    p8 = gl.allocate_shared_memory(gl.float8e4nv, [BLOCK_H, BLOCK_N], SW64)
+    p8 = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_H, BLOCK_N], SW64)
     rows = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, GC))
     cols = gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GC))
     stage.index(0).store(gl.load(k_ptr + rows[:, None] * D_NOPE + cols[None, :]).to(gl.float8e4nv, bitcast=True))
     hr = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, GC))
     kc = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, GC))
-    p8.store(gl.load(p_ptr + hr[:, None] * BLOCK_N + kc[None, :]).to(gl.float8e4nv, bitcast=True))
+    p = gl.load(p_ptr + hr[:, None] * BLOCK_N + kc[None, :]).to(gl.float8e4nv, bitcast=True)
+    p8.index(0).store(p)
+    p8.index(1).store(gl.zeros_like(p))
     fence_async_shared()
     _barrier()
-    a = _vt_operand(_reinterpret(stage, gl.int32, [1, BLOCK_N, D_NOPE // 4], SW128_32).index(0),
-                    gl.DotOperandLayout(operand_index=0, parent=O_L, k_width=4), False)
-    acc = warpgroup_mma(a, p8.permute((1, 0)), gl.zeros([D_NOPE, BLOCK_H], gl.float32, layout=O_L), is_async=True)
-    acc = warpgroup_mma_wait(0, deps=[acc])
+    k32 = _reinterpret(stage, gl.int32, [1, BLOCK_N, D_NOPE // 4], SW128_32).index(0)
+    acc = gl.zeros([D_NOPE, BLOCK_H], gl.float32, layout=O_L)
+    if VT_SMEM:
+        y = _vt_rows(k32)
+        _barrier()
+        _reinterpret(stage, gl.int32, [1, D_NOPE, BLOCK_N // 4], SW64_32).index(0).store(y)
+        fence_async_shared()
+        _barrier()
+        acc = _pv(_reinterpret(stage, gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64).index(0), p8, 0, acc)
+    else:
+        a = _vt_operand(k32, gl.DotOperandLayout(operand_index=0, parent=O_L, k_width=4), False)
+        acc = warpgroup_mma(a, p8.index(0).permute((1, 0)), acc, is_async=True)
+        acc = warpgroup_mma_wait(0, deps=[acc])
     l_k = gl.full([BLOCK_N, BLOCK_H], 1.0 / (BLOCK_N * P_SCALE), gl.float32, layout=O_L)  # (so inv is 1)
-    _write_out_rows(acc, l_k, o_ptr, 0, D_NOPE, D_NOPE, 1.0, O_L)
+    _write_out_rows(acc, l_k, o_ptr, 0, D_NOPE, D_NOPE, 1.0, O_L, VT_SMEM)
 
 
 @gluon.jit
@@ -138,10 +170,11 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST: g
 
 
 @gluon.jit
-def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, bars, out, stride_ot,
-             stride_oh, score_scale, out_scale, n_tiles, zero, DIAG: gl.constexpr, ROPE: gl.constexpr,
-             NST: gl.constexpr):
-    """S^T, V^T's operand, the softmax and O^T of every tile: the keys are S^T's M, the dims O^T's."""
+def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8, bars, out,
+             stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, DIAG: gl.constexpr, ROPE: gl.constexpr,
+             NST: gl.constexpr, VT_SMEM: gl.constexpr):
+    """S^T, V^T (as P.V's A in registers, or with VT_SMEM stored over K), the softmax and O^T of every tile: the keys
+    are S^T's M, the dims O^T's."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
     O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
     DOT_A: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=O_L, k_width=4)
@@ -165,31 +198,42 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8,
         s2 = warpgroup_mma(kn8.index(z + st), qn8.index(z).permute((1, 0)), s2, use_acc=False, is_async=True)
         if ROPE:
             s2 = warpgroup_mma(kr8.index(z + st), qr8.index(z).permute((1, 0)), s2, is_async=True)
-        if DIAG & 4 == 0:
-            a = _vt_operand(k32.index(z + st), DOT_A, DIAG & 1 != 0)  # while S^T runs
+        # V^T's words while S^T runs
+        if VT_SMEM:
+            y = _vt_rows(k32.index(z + st))
+        elif DIAG & 4 == 0:
+            a = _vt_operand(k32.index(z + st), DOT_A, DIAG & 1 != 0)
         else:  # (DIAG & 4: no loads, A a constant; timing only)
             a = gl.full([D_NOPE, BLOCK_N], 0x38, gl.int8, layout=DOT_A).to(gl.float8e4nv, bitcast=True)
         s2 = warpgroup_mma_wait(0, deps=[s2])
-        _barrier()  # every warp's S^T and loads are done with the stage
-        if DIAG & 8 == 0:
+        _barrier()  # every warp's S^T and loads are done with the stage's K
+        if VT_SMEM:
+            vt32.index(z + st).store(y)  # (fenced, and the warps met, with P's stores in _softmax_p)
+        elif DIAG & 8 == 0:
             mbarrier.arrive(bars.index(2 * st + FREE))
         s = _summed_scores(s2, O_L) * s_scale[None, :]
         s = gl.where(((slot >= 0) & (slot < num_slots))[:, None], s, float("-inf"))
         m_i, l_k, acc = _softmax_p(s, m_i, l_k, acc, p8)
         if DIAG & 2 == 0:  # (DIAG & 2: no P.V)
-            acc = warpgroup_mma(a, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma(a, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma_wait(0, deps=[acc])
+            if VT_SMEM:  # each stage's V^T its own view (see proto_fp8_raw.py)
+                if st == 0:
+                    acc = _pv(vt_0.index(z), p8, z, acc)
+                else:
+                    acc = _pv(vt_1.index(z), p8, z, acc)
+            else:
+                acc = warpgroup_mma(a, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma(a, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(0, deps=[acc])
         _barrier()  # (P's buffer is rewritten by the next tile)
-        if DIAG & 8 != 0:  # (DIAG & 8: the stage freed after P.V, as in proto_fp8_raw.py)
+        if VT_SMEM or DIAG & 8 != 0:  # (DIAG & 8: the stage freed after P.V, timing only)
             mbarrier.arrive(bars.index(2 * st + FREE))
-    _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L)
+    _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L, VT_SMEM)
 
 
 @gluon.jit
 def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
                    score_scale, out_scale, zero, TOPK: gl.constexpr, DIAG: gl.constexpr = 0, ROPE: gl.constexpr = True,
-                   NST: gl.constexpr = 2):
+                   NST: gl.constexpr = 2, VT_SMEM: gl.constexpr = False):
     t = gl.program_id(0).to(gl.int64)
     kn8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_NOPE], SW128)
     kr8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_ROPE], SW64)
@@ -197,31 +241,38 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
     qr8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_ROPE], SW64)
     p8 = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_H, BLOCK_N], SW64)
     k32 = _reinterpret(kn8, gl.int32, [NST, BLOCK_N, D_NOPE // 4], SW128_32)
+    # VT_SMEM: each stage's K bytes as V^T [512, 64] (64-byte swizzle): words for M's stores, e4m3 for P.V
+    vt32 = _reinterpret(kn8, gl.int32, [NST, D_NOPE, BLOCK_N // 4], SW64_32)
+    vt_0 = _reinterpret(kn8.index(0), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
+    vt_1 = _reinterpret(kn8.index(1), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
+    gl.static_assert(NST == 2 or not VT_SMEM, "VT_SMEM: two stages")
     bars = gl.allocate_shared_memory(gl.int64, [2 * NST, 1], mbarrier.MBarrierLayout())
     for b in gl.static_range(2 * NST):
         mbarrier.init(bars.index(b), count=128 if b % 2 == READY else 1)
     idx_row = idx + t * stride_it
     n_tiles = TOPK // BLOCK_N
     gl.warp_specialize([
-        (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, bars, out, stride_ot,
-                    stride_oh, score_scale, out_scale, n_tiles, zero, DIAG, ROPE, NST)),
+        (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8,
+                    bars, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, DIAG, ROPE, NST, VT_SMEM)),
         (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST, ROPE)),
     ], [4], [GATHER_REGS])
 
 
-# The kernels checked and timed: name -> NST. Call 2 (an H100, suite's pool / L2): two stages 124.8 / 107.2 us,
-# three 136.7 / 129.2; no byte permutes (DIAG 1) 123.7 / 109.3 (proto_fp8_raw 123.9 / 118.3, shipped 142.8 / 117.2)
-KERNELS = {"V^T in registers, two stages": 2}
-# Timing-only diagnostics, two stages (DIAG bits: 1 no byte permutes, 2 no P.V, 4 no loads (A constant), 8 the stage
-# freed after P.V)
-DIAGS = {2: "no P.V (wrong)", 4: "no V loads (wrong)", 6: "neither (wrong)", 8: "stage freed after P.V"}
+# The kernels checked and timed: name -> (NST, VT_SMEM). Call 2 (an H100, suite's pool / L2): A from registers, two
+# stages 124.8 / 107.2 us, three 136.7 / 129.2; no byte permutes (DIAG 1) 123.7 / 109.3 (proto_fp8_raw 123.9 / 118.3,
+# shipped 142.8 / 117.2). Call 3 (L2): no P.V 81.4, no V loads 110.3, stage freed after P.V 108.9: P.V with A from
+# registers costs ~25 us.
+KERNELS = {"V^T in registers, two stages": (2, False), "V^T stored over K by M, two stages": (2, True)}
+# Timing-only diagnostics, A from registers, two stages (DIAG bits: 1 no byte permutes, 2 no P.V, 4 no loads (A
+# constant), 8 the stage freed after P.V)
+DIAGS = {2: "no P.V (wrong)"}
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, nst=2, diag=0):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, nst=2, diag=0, vt_smem=False):
     proto_fp8_rega[(q.shape[0],)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                                   idx.stride(0), out, out.stride(0), out.stride(1),
                                   sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0, TOPK=idx.shape[1], DIAG=diag,
-                                  ROPE=q.shape[-1] > D_NOPE, NST=nst, num_warps=4, maxnreg=128)
+                                  ROPE=q.shape[-1] > D_NOPE, NST=nst, VT_SMEM=vt_smem, num_warps=4, maxnreg=128)
 
 
 def compile_only() -> int:
@@ -232,23 +283,29 @@ def compile_only() -> int:
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
-           "DIAG": "constexpr", "ROPE": "constexpr", "NST": "constexpr"}
+           "DIAG": "constexpr", "ROPE": "constexpr", "NST": "constexpr", "VT_SMEM": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    for nst, rope, diag in ((2, True, 0), (3, True, 0), (2, False, 0), (2, True, 1), (2, True, 6)):
+    for nst, rope, diag, vt_smem in ((2, True, 0, False), (2, False, 0, False), (2, True, 2, False),
+                                     (2, True, 0, True), (2, False, 0, True)):
         k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_rega, sig, {"TOPK": 2048, "DIAG": diag,
-                                                                               "ROPE": rope, "NST": nst},
-                                                         attrs=attrs),
+                                                                               "ROPE": rope, "NST": nst,
+                                                                               "VT_SMEM": vt_smem}, attrs=attrs),
                            target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
         regs = sorted(set(re.findall(r"setmaxnreg[.a-z0-9]*\s+([0-9]+)", ptx)))
-        print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag}: smem "
+        print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag} VT_SMEM {vt_smem}: smem "
               f"{k.metadata.shared} B; wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async "
               f"{len(re.findall(r'cp.async.cg', ptx))}; ld.shared.v4 {len(re.findall(r'ld.shared.v4', ptx))}; "
               f"st.shared {len(re.findall(r'st.shared', ptx))}; prmt {len(re.findall(r'prmt', ptx))}; setmaxnreg "
               f"{regs}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
-    k = triton.compile(gluon._runtime.GluonASTSource(check_pv_regs, {"k_ptr": "*u8", "p_ptr": "*u8", "o_ptr": "*bf16"},
-                                                     {}), target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-    print(f"Triton {triton.__version__} check_pv_regs: smem {k.metadata.shared} B")
+    for vt_smem in (False, True):
+        k = triton.compile(gluon._runtime.GluonASTSource(check_pv_regs, {"k_ptr": "*u8", "p_ptr": "*u8", "o_ptr": "*bf16",
+                                                                         "VT_SMEM": "constexpr"},
+                                                         {"VT_SMEM": vt_smem}),
+                           target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+        ptx = k.asm["ptx"]
+        print(f"Triton {triton.__version__} check_pv_regs VT_SMEM {vt_smem}: smem {k.metadata.shared} B; st.shared.v4 "
+              f"{len(re.findall(r'st.shared.v4', ptx))}; ld.shared.v4 {len(re.findall(r'ld.shared.v4', ptx))}")
     return 0
 
 
@@ -259,6 +316,7 @@ def main() -> int:
     ap.add_argument("--format", default="fp8", choices=["fp8", "fp8_nope"], help="the suite's fp8_e4m3 formats")
     ap.add_argument("--l2-slots", type=int, default=16384, help="the L2-resident pool timed after the suite's")
     ap.add_argument("--plain-only", action="store_true", help="one plain launch only (e.g. under compute-sanitizer)")
+    ap.add_argument("--vt-smem", action="store_true", help="with --plain-only: V^T stored over K")
     args = ap.parse_args()
     if args.compile:
         return compile_only()
@@ -274,21 +332,24 @@ def main() -> int:
         idx = torch.randint(0, SLOTS, (T, topk), device=dev, dtype=torch.int32)
         q = torch.randn(T, H, fmt.d_qk, device=dev).bfloat16()
         out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
-        launch(q, u8, idx, out, sm_scale, kw["kv_scale"])
+        launch(q, u8, idx, out, sm_scale, kw["kv_scale"], vt_smem=args.vt_smem)
         torch.cuda.synchronize()
         print(f"plain launch: output finite {bool(torch.isfinite(out.float()).all())}")
         return 0
     k8 = (torch.randn(BLOCK_N, D_NOPE, device=dev) * 4).to(torch.float8_e4m3fn)
     p8 = torch.rand(BLOCK_H, BLOCK_N, device=dev).to(torch.float8_e4m3fn)
     o = torch.empty(BLOCK_H, D_NOPE, device=dev, dtype=torch.bfloat16)
-    check_pv_regs[(1,)](k8.view(torch.uint8), p8.view(torch.uint8), o, num_warps=4)
     o_ref = p8.float() @ k8.float()
-    unit_err = ((o.float() - o_ref).norm() / o_ref.norm()).item()
-    ok = unit_err < 1e-2
-    print(f"unit: V^T P^T with V^T's operand from registers: rel err {unit_err:.2e} -> {'ok' if ok else 'FAIL'}",
-          flush=True)
-    kernels = {name: (lambda q, idx, out, nst=nst: launch(q, u8, idx, out, sm_scale, kw["kv_scale"], nst=nst))
-               for name, nst in KERNELS.items()}
+    ok = True
+    for vt_smem in (False, True):
+        check_pv_regs[(1,)](k8.view(torch.uint8), p8.view(torch.uint8), o, VT_SMEM=vt_smem, num_warps=4)
+        unit_err = ((o.float() - o_ref).norm() / o_ref.norm()).item()
+        ok &= unit_err < 1e-2
+        print(f"unit: V^T P^T, V^T {'stored over K' if vt_smem else 'as A from registers'}: rel err {unit_err:.2e} -> "
+              f"{'ok' if unit_err < 1e-2 else 'FAIL'}", flush=True)
+    kernels = {name: (lambda q, idx, out, nst=nst, vt_smem=vt_smem: launch(q, u8, idx, out, sm_scale, kw["kv_scale"],
+                                                                          nst=nst, vt_smem=vt_smem))
+               for name, (nst, vt_smem) in KERNELS.items()}
     ok &= check_kernels(kernels, fmt, cache, kw, T, H, topk, dev)
     for diag, what in DIAGS.items():
         kernels[f"V^T in registers, {what}"] = lambda q, idx, out, diag=diag: launch(
