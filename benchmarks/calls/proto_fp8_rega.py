@@ -231,9 +231,74 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
 
 
 @gluon.jit
+def _st_issue(kn8, kr8, qn8, qr8, st, z, S2_L: gl.constexpr, ROPE: gl.constexpr):
+    """S^T of the tile in stage st against Q's halves, issued (async: one wgmma group, two with ROPE)."""
+    s2 = gl.zeros([BLOCK_N, 2 * BLOCK_H], gl.float32, layout=S2_L)
+    s2 = warpgroup_mma(kn8.index(z + st), qn8.index(z).permute((1, 0)), s2, use_acc=False, is_async=True)
+    if ROPE:
+        s2 = warpgroup_mma(kr8.index(z + st), qr8.index(z).permute((1, 0)), s2, is_async=True)
+    return s2
+
+
+@gluon.jit
+def _softmax_pv(s2, slot, num_slots, s_scale, m_i, l_k, acc, a, p8, z, O_L: gl.constexpr):
+    """PIPE: a tile's softmax (P.V of the tile before waited for), then its P.V issued (two wgmma groups)."""
+    s = _summed_scores(s2, O_L) * s_scale[None, :]
+    s = gl.where(((slot >= 0) & (slot < num_slots))[:, None], s, float("-inf"))
+    m_i, l_k, acc = _softmax_p(s, m_i, l_k, acc, p8)
+    acc = warpgroup_mma(a, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
+    acc = warpgroup_mma(a, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
+    return m_i, l_k, acc
+
+
+@gluon.jit
+def _group_m_pipe(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, bars, out, stride_ot,
+                  stride_oh, score_scale, out_scale, n_tiles, zero, ROPE: gl.constexpr, NST: gl.constexpr):
+    """PIPE: _group_m with A from registers, P.V of tile j left in flight while tile j + 1's S^T is issued; V^T's
+    words of tile j + 1 are loaded once P.V of tile j is done with the registers."""
+    S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
+    O_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 32])
+    DOT_A: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=O_L, k_width=4)
+    KEYS: gl.constexpr = gl.SliceLayout(1, O_L)
+    HEADS: gl.constexpr = gl.SliceLayout(0, O_L)
+    ST_GROUPS: gl.constexpr = 2 if ROPE else 1  # S^T's wgmma groups, left pending when P.V's are waited for
+    q_unscale = _load_q_halves(q, stride_qt, stride_qh, t, qn8.index(0), qr8.index(0), ROPE)
+    s_scale = score_scale * gl.convert_layout(q_unscale, HEADS)
+    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, layout=HEADS)
+    l_k = gl.zeros([BLOCK_N, BLOCK_H], gl.float32, layout=O_L)  # row sums per key row, summed across warps once
+    acc = gl.zeros([D_NOPE, BLOCK_H], gl.float32, layout=O_L)
+    # tile 0: S^T and V^T's operand
+    slot = _slots(idx_row, 0, n_tiles, KEYS)
+    mbarrier.wait(bars.index(READY), 0)
+    fence_async_shared()
+    s2 = _st_issue(kn8, kr8, qn8, qr8, 0, 0 * zero, S2_L, ROPE)
+    a = _vt_operand(k32.index(0 * zero), DOT_A, False)
+    s2 = warpgroup_mma_wait(0, deps=[s2])
+    _barrier()
+    mbarrier.arrive(bars.index(FREE))
+    for j in range(n_tiles - 1):
+        z = j * zero
+        sn = (j + 1) % NST  # the next tile's stage
+        slot_nx = _slots(idx_row, j + 1, n_tiles, KEYS)
+        m_i, l_k, acc = _softmax_pv(s2, slot, num_slots, s_scale, m_i, l_k, acc, a, p8, z, O_L)
+        mbarrier.wait(bars.index(2 * sn + READY), ((j + 1) // NST) & 1)
+        fence_async_shared()
+        s2 = _st_issue(kn8, kr8, qn8, qr8, sn, z, S2_L, ROPE)
+        acc = warpgroup_mma_wait(ST_GROUPS, deps=[acc])  # P.V of tile j done (S^T of j + 1 may run on)
+        a = _vt_operand(k32.index(z + sn), DOT_A, False)
+        s2 = warpgroup_mma_wait(0, deps=[s2])
+        _barrier()  # every warp's S^T and loads are done with the stage; P's buffer free
+        mbarrier.arrive(bars.index(2 * sn + FREE))
+        slot = slot_nx
+    m_i, l_k, acc = _softmax_pv(s2, slot, num_slots, s_scale, m_i, l_k, acc, a, p8, 0 * zero, O_L)
+    acc = warpgroup_mma_wait(0, deps=[acc])
+    _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L, False)
+
+
+@gluon.jit
 def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
                    score_scale, out_scale, zero, TOPK: gl.constexpr, DIAG: gl.constexpr = 0, ROPE: gl.constexpr = True,
-                   NST: gl.constexpr = 2, VT_SMEM: gl.constexpr = False):
+                   NST: gl.constexpr = 2, VT_SMEM: gl.constexpr = False, PIPE: gl.constexpr = False):
     t = gl.program_id(0).to(gl.int64)
     kn8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_NOPE], SW128)
     kr8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_ROPE], SW64)
@@ -251,28 +316,38 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
         mbarrier.init(bars.index(b), count=128 if b % 2 == READY else 1)
     idx_row = idx + t * stride_it
     n_tiles = TOPK // BLOCK_N
-    gl.warp_specialize([
-        (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8,
-                    bars, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, DIAG, ROPE, NST, VT_SMEM)),
-        (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST, ROPE)),
-    ], [4], [GATHER_REGS])
+    if PIPE:
+        gl.warp_specialize([
+            (_group_m_pipe, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, bars, out,
+                             stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, ROPE, NST)),
+            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST, ROPE)),
+        ], [4], [GATHER_REGS])
+    else:
+        gl.warp_specialize([
+            (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8,
+                        bars, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, DIAG, ROPE, NST,
+                        VT_SMEM)),
+            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST, ROPE)),
+        ], [4], [GATHER_REGS])
 
 
-# The kernels checked and timed: name -> (NST, VT_SMEM). Call 2 (an H100, suite's pool / L2): A from registers, two
+# The kernels checked and timed: name -> (NST, VT_SMEM, PIPE). Call 2 (an H100, suite's pool / L2): A from registers, two
 # stages 124.8 / 107.2 us, three 136.7 / 129.2; no byte permutes (DIAG 1) 123.7 / 109.3 (proto_fp8_raw 123.9 / 118.3,
 # shipped 142.8 / 117.2). Call 3 (L2): no P.V 81.4, no V loads 110.3, stage freed after P.V 108.9: P.V with A from
 # registers costs ~25 us.
-KERNELS = {"V^T in registers, two stages": (2, False), "V^T stored over K by M, two stages": (2, True)}
+KERNELS = {"V^T in registers, two stages": (2, False, False), "V^T in registers, pipelined, two stages": (2, False, True),
+           "V^T in registers, pipelined, three stages": (3, False, True)}
 # Timing-only diagnostics, A from registers, two stages (DIAG bits: 1 no byte permutes, 2 no P.V, 4 no loads (A
 # constant), 8 the stage freed after P.V)
 DIAGS = {2: "no P.V (wrong)"}
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, nst=2, diag=0, vt_smem=False):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, nst=2, diag=0, vt_smem=False, pipe=False):
     proto_fp8_rega[(q.shape[0],)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                                   idx.stride(0), out, out.stride(0), out.stride(1),
                                   sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0, TOPK=idx.shape[1], DIAG=diag,
-                                  ROPE=q.shape[-1] > D_NOPE, NST=nst, VT_SMEM=vt_smem, num_warps=4, maxnreg=128)
+                                  ROPE=q.shape[-1] > D_NOPE, NST=nst, VT_SMEM=vt_smem, PIPE=pipe, num_warps=4,
+                                  maxnreg=128)
 
 
 def compile_only() -> int:
@@ -283,17 +358,21 @@ def compile_only() -> int:
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
-           "DIAG": "constexpr", "ROPE": "constexpr", "NST": "constexpr", "VT_SMEM": "constexpr"}
+           "DIAG": "constexpr", "ROPE": "constexpr", "NST": "constexpr", "VT_SMEM": "constexpr",
+           "PIPE": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    for nst, rope, diag, vt_smem in ((2, True, 0, False), (2, False, 0, False), (2, True, 2, False),
-                                     (2, True, 0, True), (2, False, 0, True)):
+    for nst, rope, diag, vt_smem, pipe in ((2, True, 0, False, False), (2, False, 0, False, False),
+                                           (2, True, 0, True, False), (2, True, 0, False, True),
+                                           (2, False, 0, False, True), (3, True, 0, False, True)):
         k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_rega, sig, {"TOPK": 2048, "DIAG": diag,
                                                                                "ROPE": rope, "NST": nst,
-                                                                               "VT_SMEM": vt_smem}, attrs=attrs),
+                                                                               "VT_SMEM": vt_smem, "PIPE": pipe},
+                                                         attrs=attrs),
                            target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
         regs = sorted(set(re.findall(r"setmaxnreg[.a-z0-9]*\s+([0-9]+)", ptx)))
-        print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag} VT_SMEM {vt_smem}: smem "
+        print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag} VT_SMEM {vt_smem} PIPE {pipe}: "
+              f"smem "
               f"{k.metadata.shared} B; wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async "
               f"{len(re.findall(r'cp.async.cg', ptx))}; ld.shared.v4 {len(re.findall(r'ld.shared.v4', ptx))}; "
               f"st.shared {len(re.findall(r'st.shared', ptx))}; prmt {len(re.findall(r'prmt', ptx))}; setmaxnreg "
@@ -347,9 +426,9 @@ def main() -> int:
         ok &= unit_err < 1e-2
         print(f"unit: V^T P^T, V^T {'stored over K' if vt_smem else 'as A from registers'}: rel err {unit_err:.2e} -> "
               f"{'ok' if unit_err < 1e-2 else 'FAIL'}", flush=True)
-    kernels = {name: (lambda q, idx, out, nst=nst, vt_smem=vt_smem: launch(q, u8, idx, out, sm_scale, kw["kv_scale"],
-                                                                          nst=nst, vt_smem=vt_smem))
-               for name, (nst, vt_smem) in KERNELS.items()}
+    kernels = {name: (lambda q, idx, out, nst=nst, vt_smem=vt_smem, pipe=pipe: launch(
+        q, u8, idx, out, sm_scale, kw["kv_scale"], nst=nst, vt_smem=vt_smem, pipe=pipe))
+        for name, (nst, vt_smem, pipe) in KERNELS.items()}
     ok &= check_kernels(kernels, fmt, cache, kw, T, H, topk, dev)
     for diag, what in DIAGS.items():
         kernels[f"V^T in registers, {what}"] = lambda q, idx, out, diag=diag: launch(
