@@ -499,6 +499,7 @@ def main() -> int:
     ap.add_argument("--plain-only", action="store_true", help="one plain launch only (e.g. under compute-sanitizer)")
     ap.add_argument("--diag", type=int, default=0, help="with --plain-only: bits 1 no transpose, 2 no P.V")
     ap.add_argument("--sep", action="store_true", help="with --plain-only: one stage, V^T in a buffer of its own")
+    ap.add_argument("--plain-slots", type=int, default=0, help="with --plain-only: the slot pool (0: the suite's)")
     args = ap.parse_args()
     if args.compile:
         return compile_only()
@@ -520,7 +521,7 @@ def main() -> int:
     u8 = cache.view(torch.uint8)
     sm_scale = d_qk ** -0.5
     if args.plain_only:
-        idx = torch.randint(0, SLOTS, (T, topk), device=dev, dtype=torch.int32)
+        idx = torch.randint(0, args.plain_slots or SLOTS, (T, topk), device=dev, dtype=torch.int32)
         q = torch.randn(T, H, d_qk, device=dev).bfloat16()
         out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
         launch(q, u8, idx, out, sm_scale, kw["kv_scale"], diag=args.diag, sep=args.sep)

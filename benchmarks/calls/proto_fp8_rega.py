@@ -396,6 +396,9 @@ def main() -> int:
     ap.add_argument("--l2-slots", type=int, default=16384, help="the L2-resident pool timed after the suite's")
     ap.add_argument("--plain-only", action="store_true", help="one plain launch only (e.g. under compute-sanitizer)")
     ap.add_argument("--vt-smem", action="store_true", help="with --plain-only: V^T stored over K")
+    ap.add_argument("--pipe", action="store_true", help="with --plain-only: P.V left in flight (PIPE)")
+    ap.add_argument("--diag", type=int, default=0, help="with --plain-only: DIAG bits")
+    ap.add_argument("--plain-slots", type=int, default=0, help="with --plain-only: the slot pool (0: the suite's)")
     args = ap.parse_args()
     if args.compile:
         return compile_only()
@@ -408,10 +411,10 @@ def main() -> int:
     u8 = cache.view(torch.uint8)
     sm_scale = fmt.d_qk ** -0.5
     if args.plain_only:
-        idx = torch.randint(0, SLOTS, (T, topk), device=dev, dtype=torch.int32)
+        idx = torch.randint(0, args.plain_slots or SLOTS, (T, topk), device=dev, dtype=torch.int32)
         q = torch.randn(T, H, fmt.d_qk, device=dev).bfloat16()
         out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
-        launch(q, u8, idx, out, sm_scale, kw["kv_scale"], vt_smem=args.vt_smem)
+        launch(q, u8, idx, out, sm_scale, kw["kv_scale"], vt_smem=args.vt_smem, pipe=args.pipe, diag=args.diag)
         torch.cuda.synchronize()
         print(f"plain launch: output finite {bool(torch.isfinite(out.float()).all())}")
         return 0
