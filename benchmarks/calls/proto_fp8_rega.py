@@ -36,14 +36,15 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proto_fp8_mma import (  # noqa: E402
-    BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, P_SCALE, _load_q_halves, _reinterpret, _slots, _softmax_p, _summed_scores)
+    BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, P_SCALE, _halves, _load_q_halves, _reinterpret, _slots, _softmax_p,
+    _summed_scores)
 from proto_fp8_raw import (  # noqa: E402
     HI_HALVES, HI_PAIRS, LO_HALVES, LO_PAIRS, SW128, SW128_32, SW64, SW64_32, _barrier, _gather, _prmt, _pv,
     check_kernels, time_kernels)
 import proto_fp8_raw  # noqa: E402
 
-READY = gl.constexpr(0)  # barrier 2 s: stage s's rows landed (one cp.async arrive from each of G's 128 threads)
-FREE = gl.constexpr(1)  # barrier 2 s + 1: M's S^T and V^T loads are done with stage s
+# mbarriers of stage s: ready[s], its rows landed (one cp.async arrive from each of G's 128 threads); free[s], M's S^T
+# and V^T loads are done with it
 GATHER_REGS = gl.constexpr(56)
 # A stage's K as 32-bit words [64 keys, 128 words] as M loads it: a thread's 4 keys (4 q + i, +16, +32, +48: registers)
 # of 4 words (16 bytes: registers), lanes 4 a + q, warps w: dims 128 w + 16 a + 0..15
@@ -54,6 +55,42 @@ VT_LOAD = gl.constexpr(gl.DistributedLinearLayout(
 VT_LOAD_S = gl.constexpr(gl.DistributedLinearLayout(
     reg_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [8, 0]], lane_bases=[[16, 0], [32, 0], [0, 4], [0, 8], [0, 16]],
     warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[BLOCK_N, D_NOPE // 4]))
+# _head_max's partials [4 warps, 16 heads] as each thread reads them: the 4 warps' in registers, the heads as the
+# scores' slice layout holds them (registers: head 1, 8; lanes: 2, 4)
+RED_L = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[1, 0], [2, 0], [0, 1], [0, 8]], lane_bases=[[0, 2], [0, 4], [0, 0], [0, 0], [0, 0]],
+    warp_bases=[[0, 0], [0, 0]], block_bases=[], shape=[4, BLOCK_H]))
+
+
+@gluon.jit
+def _head_max(s, red, O_L: gl.constexpr):
+    """ONE_BAR: the max of s [64 keys, 16 heads] down the keys with one barrier (gl.max takes three): each warp's max
+    of its 16 rows (shuffles) into red [4, 16], then each thread's 4 partials from registers. The barrier also stands
+    for the one after S^T: every warp's S^T and loads are done with the stage. (A warp writes red again only after the
+    next tile's barrier, which every warp passes after reading it.)"""
+    red.store(gl.max(gl.reshape(s, [4, BLOCK_N // 4, BLOCK_H]), axis=1))
+    _barrier()
+    return gl.convert_layout(gl.max(red.load(RED_L), axis=0), gl.SliceLayout(0, O_L), assert_trivial=True)
+
+
+@gluon.jit
+def _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, free, O_L: gl.constexpr):
+    """ONE_BAR: _softmax_p with _head_max's max, P's halves in buffers of their own (in one buffer, the compiler puts a
+    barrier between their stores), and the stage freed (free)."""
+    m_new = gl.maximum(m_i, _head_max(s, red, O_L))
+    m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = gl.exp2(m_i - m_use)
+    p = gl.exp2(s - m_use[None, :])
+    l_k = l_k * alpha[None, :] + p
+    p_hi, p_lo = _halves(p * P_SCALE)
+    p_hi8.index(0).store(p_hi.permute((1, 0)))
+    p_lo8.index(0).store(p_lo.permute((1, 0)))
+    fence_async_shared()
+    # the stage is free since _head_max's barrier; arrived here, beside a barrier, because the compiler puts one after
+    # each arrive before the next shared-memory access
+    mbarrier.arrive(free)
+    _barrier()  # all four warps' P, before the warp group's wgmma reads it
+    return m_new, l_k, acc * alpha[None, :]
 
 
 @gluon.jit
@@ -161,18 +198,20 @@ def check_pv_regs(k_ptr, p_ptr, o_ptr, VT_SMEM: gl.constexpr):
 
 
 @gluon.jit
-def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST: gl.constexpr, ROPE: gl.constexpr):
+def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free, NST: gl.constexpr,
+             ROPE: gl.constexpr):
     """Gathers tile g's raw rows into stage g % NST once M is done with the tile NST before."""
     for g in range(n_tiles):
         s = g % NST
-        _gather(kv, stride_row, num_slots, idx_row, n_tiles, g, kn8.index(s), kr8.index(s), bars.index(2 * s + READY),
-                bars.index(2 * s + FREE), ((g // NST) & 1) ^ 1, g >= NST, ROPE)
+        _gather(kv, stride_row, num_slots, idx_row, n_tiles, g, kn8.index(s), kr8.index(s), ready.index(s),
+                free.index(s), ((g // NST) & 1) ^ 1, g >= NST, ROPE)
 
 
 @gluon.jit
-def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8, bars, out,
-             stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, DIAG: gl.constexpr, ROPE: gl.constexpr,
-             NST: gl.constexpr, VT_SMEM: gl.constexpr):
+def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8, ready, free, out,
+             stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, p_hi8, p_lo8, DIAG: gl.constexpr,
+             ROPE: gl.constexpr,
+             NST: gl.constexpr, VT_SMEM: gl.constexpr, ONE_BAR: gl.constexpr):
     """S^T, V^T (as P.V's A in registers, or with VT_SMEM stored over K), the softmax and O^T of every tile: the keys
     are S^T's M, the dims O^T's."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
@@ -192,7 +231,7 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
         ph = (j // NST) & 1
         slot = slot_nx
         slot_nx = _slots(idx_row, j + 1, n_tiles, KEYS)  # a tile ahead (cp.async zero-fills missing rows)
-        mbarrier.wait(bars.index(2 * st + READY), ph)
+        mbarrier.wait(ready.index(st), ph)
         fence_async_shared()  # the rows cp.async wrote, before wgmma reads them
         s2 = gl.zeros([BLOCK_N, 2 * BLOCK_H], gl.float32, layout=S2_L)
         s2 = warpgroup_mma(kn8.index(z + st), qn8.index(z).permute((1, 0)), s2, use_acc=False, is_async=True)
@@ -206,27 +245,36 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
         else:  # (DIAG & 4: no loads, A a constant; timing only)
             a = gl.full([D_NOPE, BLOCK_N], 0x38, gl.int8, layout=DOT_A).to(gl.float8e4nv, bitcast=True)
         s2 = warpgroup_mma_wait(0, deps=[s2])
-        _barrier()  # every warp's S^T and loads are done with the stage's K
+        if not ONE_BAR:  # (ONE_BAR: _head_max's barrier)
+            _barrier()  # every warp's S^T and loads are done with the stage's K
         if VT_SMEM:
             vt32.index(z + st).store(y)  # (fenced, and the warps met, with P's stores in _softmax_p)
-        elif DIAG & 8 == 0:
-            mbarrier.arrive(bars.index(2 * st + FREE))
+        elif DIAG & 8 == 0 and not ONE_BAR:
+            mbarrier.arrive(free.index(st))
         s = _summed_scores(s2, O_L) * s_scale[None, :]
         s = gl.where(((slot >= 0) & (slot < num_slots))[:, None], s, float("-inf"))
-        m_i, l_k, acc = _softmax_p(s, m_i, l_k, acc, p8)
+        if ONE_BAR:
+            m_i, l_k, acc = _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, free.index(st), O_L)
+        else:
+            m_i, l_k, acc = _softmax_p(s, m_i, l_k, acc, p8)
         if DIAG & 2 == 0:  # (DIAG & 2: no P.V)
             if VT_SMEM:  # each stage's V^T its own view (see proto_fp8_raw.py)
                 if st == 0:
                     acc = _pv(vt_0.index(z), p8, z, acc)
                 else:
                     acc = _pv(vt_1.index(z), p8, z, acc)
+            elif ONE_BAR:
+                acc = warpgroup_mma(a, p_hi8.index(z).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma(a, p_lo8.index(z).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(0, deps=[acc])
             else:
                 acc = warpgroup_mma(a, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma(a, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(0, deps=[acc])
-        _barrier()  # (P's buffer is rewritten by the next tile)
+        if ONE_BAR < 2:  # (ONE_BAR 2: none; each warp passed the P.V wait, so P.V is done with P's buffers)
+            _barrier()  # (P's buffer is rewritten by the next tile)
         if VT_SMEM or DIAG & 8 != 0:  # (DIAG & 8: the stage freed after P.V, timing only)
-            mbarrier.arrive(bars.index(2 * st + FREE))
+            mbarrier.arrive(free.index(st))
     _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L, VT_SMEM)
 
 
@@ -252,7 +300,7 @@ def _softmax_pv(s2, slot, num_slots, s_scale, m_i, l_k, acc, a, p8, z, O_L: gl.c
 
 
 @gluon.jit
-def _group_m_pipe(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, bars, out, stride_ot,
+def _group_m_pipe(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, ready, free, out, stride_ot,
                   stride_oh, score_scale, out_scale, n_tiles, zero, ROPE: gl.constexpr, NST: gl.constexpr):
     """PIPE: _group_m with A from registers, P.V of tile j left in flight while tile j + 1's S^T is issued; V^T's
     words of tile j + 1 are loaded once P.V of tile j is done with the registers."""
@@ -269,26 +317,26 @@ def _group_m_pipe(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32,
     acc = gl.zeros([D_NOPE, BLOCK_H], gl.float32, layout=O_L)
     # tile 0: S^T and V^T's operand
     slot = _slots(idx_row, 0, n_tiles, KEYS)
-    mbarrier.wait(bars.index(READY), 0)
+    mbarrier.wait(ready.index(0), 0)
     fence_async_shared()
     s2 = _st_issue(kn8, kr8, qn8, qr8, 0, 0 * zero, S2_L, ROPE)
     a = _vt_operand(k32.index(0 * zero), DOT_A, False)
     s2 = warpgroup_mma_wait(0, deps=[s2])
     _barrier()
-    mbarrier.arrive(bars.index(FREE))
+    mbarrier.arrive(free.index(0))
     for j in range(n_tiles - 1):
         z = j * zero
         sn = (j + 1) % NST  # the next tile's stage
         slot_nx = _slots(idx_row, j + 1, n_tiles, KEYS)
         m_i, l_k, acc = _softmax_pv(s2, slot, num_slots, s_scale, m_i, l_k, acc, a, p8, z, O_L)
-        mbarrier.wait(bars.index(2 * sn + READY), ((j + 1) // NST) & 1)
+        mbarrier.wait(ready.index(sn), ((j + 1) // NST) & 1)
         fence_async_shared()
         s2 = _st_issue(kn8, kr8, qn8, qr8, sn, z, S2_L, ROPE)
         acc = warpgroup_mma_wait(ST_GROUPS, deps=[acc])  # P.V of tile j done (S^T of j + 1 may run on)
         a = _vt_operand(k32.index(z + sn), DOT_A, False)
         s2 = warpgroup_mma_wait(0, deps=[s2])
         _barrier()  # every warp's S^T and loads are done with the stage; P's buffer free
-        mbarrier.arrive(bars.index(2 * sn + FREE))
+        mbarrier.arrive(free.index(sn))
         slot = slot_nx
     m_i, l_k, acc = _softmax_pv(s2, slot, num_slots, s_scale, m_i, l_k, acc, a, p8, 0 * zero, O_L)
     acc = warpgroup_mma_wait(0, deps=[acc])
@@ -298,7 +346,8 @@ def _group_m_pipe(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32,
 @gluon.jit
 def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
                    score_scale, out_scale, zero, TOPK: gl.constexpr, DIAG: gl.constexpr = 0, ROPE: gl.constexpr = True,
-                   NST: gl.constexpr = 2, VT_SMEM: gl.constexpr = False, PIPE: gl.constexpr = False):
+                   NST: gl.constexpr = 2, VT_SMEM: gl.constexpr = False, PIPE: gl.constexpr = False,
+                   ONE_BAR: gl.constexpr = 0):
     t = gl.program_id(0).to(gl.int64)
     kn8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_NOPE], SW128)
     kr8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_ROPE], SW64)
@@ -311,43 +360,52 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
     vt_0 = _reinterpret(kn8.index(0), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
     vt_1 = _reinterpret(kn8.index(1), gl.float8e4nv, [1, D_NOPE, BLOCK_N], SW64)
     gl.static_assert(NST == 2 or not VT_SMEM, "VT_SMEM: two stages")
-    bars = gl.allocate_shared_memory(gl.int64, [2 * NST, 1], mbarrier.MBarrierLayout())
-    for b in gl.static_range(2 * NST):
-        mbarrier.init(bars.index(b), count=128 if b % 2 == READY else 1)
+    # ONE_BAR: the max's partials, P's halves in buffers of their own
+    red = gl.allocate_shared_memory(gl.float32, [4, BLOCK_H], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    p_hi8 = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_H, BLOCK_N], SW64)
+    p_lo8 = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_H, BLOCK_N], SW64)
+    # (two allocations: the compiler puts a barrier between accesses to one, so M's arrive on free would be fenced
+    # off from its waits on ready)
+    ready = gl.allocate_shared_memory(gl.int64, [NST, 1], mbarrier.MBarrierLayout())
+    free = gl.allocate_shared_memory(gl.int64, [NST, 1], mbarrier.MBarrierLayout())
+    for b in gl.static_range(NST):
+        mbarrier.init(ready.index(b), count=128)
+        mbarrier.init(free.index(b), count=1)
     idx_row = idx + t * stride_it
     n_tiles = TOPK // BLOCK_N
     if PIPE:
         gl.warp_specialize([
-            (_group_m_pipe, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, bars, out,
+            (_group_m_pipe, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, ready, free, out,
                              stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, ROPE, NST)),
-            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST, ROPE)),
+            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free, NST, ROPE)),
         ], [4], [GATHER_REGS])
     else:
         gl.warp_specialize([
             (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8,
-                        bars, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, DIAG, ROPE, NST,
-                        VT_SMEM)),
-            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, bars, NST, ROPE)),
+                        ready, free, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, p_hi8, p_lo8, DIAG,
+                        ROPE, NST, VT_SMEM, ONE_BAR)),
+            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free, NST, ROPE)),
         ], [4], [GATHER_REGS])
 
 
-# The kernels checked and timed: name -> (NST, VT_SMEM, PIPE). Call 2 (an H100, suite's pool / L2): A from registers, two
+# The kernels checked and timed: name -> (NST, VT_SMEM, PIPE, ONE_BAR). Call 2 (an H100, suite's pool / L2): A from registers, two
 # stages 124.8 / 107.2 us, three 136.7 / 129.2; no byte permutes (DIAG 1) 123.7 / 109.3 (proto_fp8_raw 123.9 / 118.3,
 # shipped 142.8 / 117.2). Call 3 (L2): no P.V 81.4, no V loads 110.3, stage freed after P.V 108.9: P.V with A from
 # registers costs ~25 us.
-KERNELS = {"V^T in registers, two stages": (2, False, False), "V^T in registers, pipelined, two stages": (2, False, True),
-           "V^T in registers, pipelined, three stages": (3, False, True)}
+KERNELS = {"V^T in registers, two stages": (2, False, False, 0),
+           "V^T in registers, one-barrier max, two stages": (2, False, False, 1),
+           "V^T in registers, one-barrier max, no end barrier, two stages": (2, False, False, 2)}
 # Timing-only diagnostics, A from registers, two stages (DIAG bits: 1 no byte permutes, 2 no P.V, 4 no loads (A
 # constant), 8 the stage freed after P.V)
 DIAGS = {2: "no P.V (wrong)"}
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, nst=2, diag=0, vt_smem=False, pipe=False):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, nst=2, diag=0, vt_smem=False, pipe=False, one_bar=0):
     proto_fp8_rega[(q.shape[0],)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                                   idx.stride(0), out, out.stride(0), out.stride(1),
                                   sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0, TOPK=idx.shape[1], DIAG=diag,
-                                  ROPE=q.shape[-1] > D_NOPE, NST=nst, VT_SMEM=vt_smem, PIPE=pipe, num_warps=4,
-                                  maxnreg=128)
+                                  ROPE=q.shape[-1] > D_NOPE, NST=nst, VT_SMEM=vt_smem, PIPE=pipe, ONE_BAR=one_bar,
+                                  num_warps=4, maxnreg=128)
 
 
 def compile_only() -> int:
@@ -359,19 +417,20 @@ def compile_only() -> int:
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
            "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
            "DIAG": "constexpr", "ROPE": "constexpr", "NST": "constexpr", "VT_SMEM": "constexpr",
-           "PIPE": "constexpr"}
+           "PIPE": "constexpr", "ONE_BAR": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    for nst, rope, diag, vt_smem, pipe in ((2, True, 0, False, False), (2, False, 0, False, False),
-                                           (2, True, 0, True, False), (2, True, 0, False, True),
-                                           (2, False, 0, False, True), (3, True, 0, False, True)):
+    for nst, rope, diag, vt_smem, pipe, one_bar in ((2, True, 0, False, False, 0), (2, True, 0, False, False, 1),
+                                                    (2, False, 0, False, False, 1), (2, True, 0, False, False, 2),
+                                                    (2, True, 0, True, False, 0), (2, True, 0, False, True, 0)):
         k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_rega, sig, {"TOPK": 2048, "DIAG": diag,
                                                                                "ROPE": rope, "NST": nst,
-                                                                               "VT_SMEM": vt_smem, "PIPE": pipe},
+                                                                               "VT_SMEM": vt_smem, "PIPE": pipe,
+                                                                               "ONE_BAR": one_bar},
                                                          attrs=attrs),
                            target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
         regs = sorted(set(re.findall(r"setmaxnreg[.a-z0-9]*\s+([0-9]+)", ptx)))
-        print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag} VT_SMEM {vt_smem} PIPE {pipe}: "
+        print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag} VT_SMEM {vt_smem} PIPE {pipe} ONE_BAR {one_bar}: "
               f"smem "
               f"{k.metadata.shared} B; wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async "
               f"{len(re.findall(r'cp.async.cg', ptx))}; ld.shared.v4 {len(re.findall(r'ld.shared.v4', ptx))}; "
@@ -397,6 +456,7 @@ def main() -> int:
     ap.add_argument("--plain-only", action="store_true", help="one plain launch only (e.g. under compute-sanitizer)")
     ap.add_argument("--vt-smem", action="store_true", help="with --plain-only: V^T stored over K")
     ap.add_argument("--pipe", action="store_true", help="with --plain-only: P.V left in flight (PIPE)")
+    ap.add_argument("--one-bar", type=int, default=0, help="with --plain-only: ONE_BAR (1 or 2)")
     ap.add_argument("--diag", type=int, default=0, help="with --plain-only: DIAG bits")
     ap.add_argument("--plain-slots", type=int, default=0, help="with --plain-only: the slot pool (0: the suite's)")
     args = ap.parse_args()
@@ -414,7 +474,8 @@ def main() -> int:
         idx = torch.randint(0, args.plain_slots or SLOTS, (T, topk), device=dev, dtype=torch.int32)
         q = torch.randn(T, H, fmt.d_qk, device=dev).bfloat16()
         out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
-        launch(q, u8, idx, out, sm_scale, kw["kv_scale"], vt_smem=args.vt_smem, pipe=args.pipe, diag=args.diag)
+        launch(q, u8, idx, out, sm_scale, kw["kv_scale"], vt_smem=args.vt_smem, pipe=args.pipe, diag=args.diag,
+               one_bar=args.one_bar)
         torch.cuda.synchronize()
         print(f"plain launch: output finite {bool(torch.isfinite(out.float()).all())}")
         return 0
@@ -429,9 +490,9 @@ def main() -> int:
         ok &= unit_err < 1e-2
         print(f"unit: V^T P^T, V^T {'stored over K' if vt_smem else 'as A from registers'}: rel err {unit_err:.2e} -> "
               f"{'ok' if unit_err < 1e-2 else 'FAIL'}", flush=True)
-    kernels = {name: (lambda q, idx, out, nst=nst, vt_smem=vt_smem, pipe=pipe: launch(
-        q, u8, idx, out, sm_scale, kw["kv_scale"], nst=nst, vt_smem=vt_smem, pipe=pipe))
-        for name, (nst, vt_smem, pipe) in KERNELS.items()}
+    kernels = {name: (lambda q, idx, out, nst=nst, vt_smem=vt_smem, pipe=pipe, one_bar=one_bar: launch(
+        q, u8, idx, out, sm_scale, kw["kv_scale"], nst=nst, vt_smem=vt_smem, pipe=pipe, one_bar=one_bar))
+        for name, (nst, vt_smem, pipe, one_bar) in KERNELS.items()}
     ok &= check_kernels(kernels, fmt, cache, kw, T, H, topk, dev)
     for diag, what in DIAGS.items():
         kernels[f"V^T in registers, {what}"] = lambda q, idx, out, diag=diag: launch(
