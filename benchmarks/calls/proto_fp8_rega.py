@@ -73,11 +73,39 @@ def _head_max(s, red, O_L: gl.constexpr):
     return gl.convert_layout(gl.max(red.load(RED_L), axis=0), gl.SliceLayout(0, O_L), assert_trivial=True)
 
 
+# ONE_BAR 3: the running max is kept while no score exceeds it by more than LAZY_TAU (log2 units), so P x 256 stays
+# under 256 x 2^0.75 = 431 (e4m3's largest is 448)
+LAZY_TAU = gl.constexpr(0.75)
+# _cta_any's flags [4 warps, 1] as each thread reads them: all four in registers
+FLAGS_L = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[1, 0], [2, 0]], lane_bases=[[0, 0]] * 5, warp_bases=[[0, 0], [0, 0]], block_bases=[], shape=[4, 1]))
+
+
 @gluon.jit
-def _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, free, O_L: gl.constexpr):
+def _cta_any(x, flags):
+    """ONE_BAR 3: whether any of x [64, 16] (int32, the scores' layout) is nonzero in any thread, as a scalar, with one
+    barrier: each thread's values or'ed in registers, each warp's by vote.any, lane 0's of each warp read by all."""
+    x = gl.reshape(x, [4, 2, 8, 2, 4, 2])  # rows: warp, +8 (register), lane / 4; heads: +8 (register), lane % 4, +1
+    x = gl.max(gl.max(gl.max(x, axis=5), axis=3), axis=1)  # [4, 8, 4]: one a thread
+    v = gl.inline_asm_elementwise("{ .reg .pred p; setp.ne.s32 p, $1, 0; vote.sync.any.pred p, p, -1; "
+                                  "selp.s32 $0, 1, 0, p; }", "=r,r", [x], dtype=gl.int32, is_pure=False, pack=1)
+    flags.store(gl.reshape(v, [4, 32]))
+    _barrier()
+    return gl.max(gl.max(flags.slice(0, 1, dim=1).load(FLAGS_L), axis=1), axis=0) != 0
+
+
+@gluon.jit
+def _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, flags, free, O_L: gl.constexpr, LAZY: gl.constexpr):
     """ONE_BAR: _softmax_p with _head_max's max, P's halves in buffers of their own (in one buffer, the compiler puts a
-    barrier between their stores), and the stage freed (free)."""
-    m_new = gl.maximum(m_i, _head_max(s, red, O_L))
+    barrier between their stores), and the stage freed (free). LAZY (ONE_BAR 3): the max only where a score exceeds
+    the running max by more than LAZY_TAU (_cta_any), else the running max as it is."""
+    if LAZY:
+        if _cta_any((s > (m_i + LAZY_TAU)[None, :]).to(gl.int32), flags):
+            m_new = gl.maximum(m_i, _head_max(s, red, O_L))
+        else:
+            m_new = m_i
+    else:
+        m_new = gl.maximum(m_i, _head_max(s, red, O_L))
     m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
     alpha = gl.exp2(m_i - m_use)
     p = gl.exp2(s - m_use[None, :])
@@ -209,7 +237,8 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free,
 
 @gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8, ready, free, out,
-             stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, p_hi8, p_lo8, DIAG: gl.constexpr,
+             stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, flags, p_hi8, p_lo8,
+             DIAG: gl.constexpr,
              ROPE: gl.constexpr,
              NST: gl.constexpr, VT_SMEM: gl.constexpr, ONE_BAR: gl.constexpr):
     """S^T, V^T (as P.V's A in registers, or with VT_SMEM stored over K), the softmax and O^T of every tile: the keys
@@ -254,7 +283,7 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
         s = _summed_scores(s2, O_L) * s_scale[None, :]
         s = gl.where(((slot >= 0) & (slot < num_slots))[:, None], s, float("-inf"))
         if ONE_BAR:
-            m_i, l_k, acc = _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, free.index(st), O_L)
+            m_i, l_k, acc = _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, flags, free.index(st), O_L, ONE_BAR == 3)
         else:
             m_i, l_k, acc = _softmax_p(s, m_i, l_k, acc, p8)
         if DIAG & 2 == 0:  # (DIAG & 2: no P.V)
@@ -271,7 +300,7 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
                 acc = warpgroup_mma(a, p8.index(2 * z).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma(a, p8.index(2 * z + 1).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(0, deps=[acc])
-        if ONE_BAR < 2:  # (ONE_BAR 2: none; each warp passed the P.V wait, so P.V is done with P's buffers)
+        if ONE_BAR != 2:  # (ONE_BAR 2: none; each warp passed the P.V wait, so P.V is done with P's buffers)
             _barrier()  # (P's buffer is rewritten by the next tile)
         if VT_SMEM or DIAG & 8 != 0:  # (DIAG & 8: the stage freed after P.V, timing only)
             mbarrier.arrive(free.index(st))
@@ -362,6 +391,7 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
     gl.static_assert(NST == 2 or not VT_SMEM, "VT_SMEM: two stages")
     # ONE_BAR: the max's partials, P's halves in buffers of their own
     red = gl.allocate_shared_memory(gl.float32, [4, BLOCK_H], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    flags = gl.allocate_shared_memory(gl.int32, [4, 32], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
     p_hi8 = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_H, BLOCK_N], SW64)
     p_lo8 = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_H, BLOCK_N], SW64)
     # (two allocations: the compiler puts a barrier between accesses to one, so M's arrive on free would be fenced
@@ -382,7 +412,8 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
     else:
         gl.warp_specialize([
             (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8,
-                        ready, free, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, p_hi8, p_lo8, DIAG,
+                        ready, free, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, flags, p_hi8, p_lo8,
+                        DIAG,
                         ROPE, NST, VT_SMEM, ONE_BAR)),
             (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free, NST, ROPE)),
         ], [4], [GATHER_REGS])
@@ -394,7 +425,7 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
 # registers costs ~25 us.
 KERNELS = {"V^T in registers, two stages": (2, False, False, 0),
            "V^T in registers, one-barrier max, two stages": (2, False, False, 1),
-           "V^T in registers, one-barrier max, no end barrier, two stages": (2, False, False, 2)}
+           "V^T in registers, lazy max, two stages": (2, False, False, 3)}
 # Timing-only diagnostics, A from registers, two stages (DIAG bits: 1 no byte permutes, 2 no P.V, 4 no loads (A
 # constant), 8 the stage freed after P.V)
 DIAGS = {2: "no P.V (wrong)"}
@@ -420,7 +451,7 @@ def compile_only() -> int:
            "PIPE": "constexpr", "ONE_BAR": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
     for nst, rope, diag, vt_smem, pipe, one_bar in ((2, True, 0, False, False, 0), (2, True, 0, False, False, 1),
-                                                    (2, False, 0, False, False, 1), (2, True, 0, False, False, 2),
+                                                    (2, False, 0, False, False, 1), (2, True, 0, False, False, 3),
                                                     (2, True, 0, True, False, 0), (2, True, 0, False, True, 0)):
         k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_rega, sig, {"TOPK": 2048, "DIAG": diag,
                                                                                "ROPE": rope, "NST": nst,
