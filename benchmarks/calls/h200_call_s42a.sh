@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prepared in session 42. Any sm90 card: proto_fp8_rega.py, the raw-row e4m3 kernel with V^T made in registers as
-# P.V's A operand: a unit check of that operand, the kernel against the PyTorch reference, then timed beside
-# proto_fp8_raw.py's (V^T in place) and the shipped kernel on the suite's slot pool and an L2-resident one (T=256
-# H=16), fp8 and fp8_nope.
+# Prepared in session 42 (run as its calls 2-5, 7 and 9, on H100s). Any sm90 card: proto_fp8_rega.py, the raw-row
+# e4m3 kernel with V^T made in registers as P.V's A operand: unit checks of that operand, the kernels (its KERNELS)
+# against the PyTorch reference, then timed beside its diagnostics, proto_fp8_raw.py's kernel (V^T in place) and the
+# shipped one on the suite's slot pool and an L2-resident one (T=256 H=16), fp8 and fp8_nope.
 #   bash benchmarks/calls/h200_call_s42a.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1

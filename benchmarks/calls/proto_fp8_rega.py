@@ -3,24 +3,40 @@ registers, as P.V's A operand, instead of in shared memory.
 
 Why: session 41 (calls 8-18, an H100) and session 42's call 1: the raw-row kernel gathers the e4m3 rows by cp.async,
 S^T and P.V on e4m3 operands; without V^T (wrong results) it takes 78 us on an L2-resident slot pool, with V^T made in
-shared memory 116-117 us. By the arithmetic that transpose is shared-memory bandwidth: a tile moves 36 KB in
-(cp.async), 36 KB to S^T, then V^T's 32 KB read, written (2-way conflicts) and read again by P.V: ~230 KB of bank
-traffic a tile where no V^T needs ~100 KB. fp8 wgmma reads only K-major operands from shared memory, but its A may
-come from registers, and O^T's rows (the 512 dims) may be in any order. So here group M reads each tile's K as 16-byte
-words once (a thread: 4 keys x 16 dims, 4 times over; conflict-free, each key's 128 bytes a wavefront), turns each
-4 x 4 block of bytes by byte permutes (proto_fp8_raw's), and hands the words to wgmma as A as they are: thread
-(warp w, lane 4a + q) holds dims 128 w + 16 a + 0..15 of keys 4 q + i (+16, +32, +48), which is the register
-fragment of wgmma's A for O^T's row m = 128 e + 64 b1 + 16 w + 8 b0 + a, dim 128 w + 16 a + 4 e + 2 b1 + b0 (the
-output is written through that map). No V^T in shared memory, no second group's transpose, and the stage is free
-once S^T and these loads are done, before the softmax and P.V.
+shared memory by group G 116-117 us. fp8 wgmma reads only K-major operands from shared memory, but its A may come from
+registers, and O^T's rows (the 512 dims) may be in any order. So here group M reads each tile's K as 16-byte words
+once (a thread: 4 keys x 16 dims, 4 times over; conflict-free, each key's 128 bytes a wavefront), turns each 4 x 4
+block of bytes by byte permutes (proto_fp8_raw's), and hands the words to wgmma as A as they are: thread (warp w, lane
+4a + q) holds dims 128 w + 16 a + 0..15 of keys 4 q + i (+16, +32, +48), which is the register fragment of wgmma's A
+for O^T's row m = 128 e + 64 b1 + 16 w + 8 b0 + a, dim 128 w + 16 a + 4 e + 2 b1 + b0 (the output is written through
+that map; the layout conversion into wgmma's operand is asserted trivial, and the compiler packs the bytes back with
+no instructions). No V^T in shared memory, no second group's transpose, and the stage is free once S^T and these loads
+are done, before the softmax and P.V.
 - Group G (4 warps) only gathers: tile j's raw rows by cp.async into stage j % NST (proto_fp8_raw's _gather).
 - Group M: S^T issued on the stage, V^T's operand built in registers while it runs, the stage freed, the softmax (P x
   256's two e4m3 halves, proto_fp8_mma's), then O^T += V^T P^T with A from registers.
 Shared memory a program: NST stages of 36 KB (K 32 KB, rope 4 KB), Q's halves 18 KB, P's 2 KB: two stages 92.5 KB
 (two programs an SM), three 128.5 KB (one).
+Variants, each measured (session 42, an H100; benchmarks/results/session42/README.md):
+- VT_SMEM: M stores the words it loaded as V^T over K (16-byte stores, rows permuted so a quarter warp fills two
+  64-byte rows: no bank conflicts) and P.V reads it from shared memory. Slower (130 us on L2).
+- PIPE: P.V of tile j left in flight while tile j + 1's S^T is issued. Slower (129).
+- ONE_BAR 1: the max down the keys with one barrier (_head_max: each warp's partials through shared memory, read into
+  registers), P's halves in buffers of their own, the stage freed beside the P barrier, the ready and free mbarriers
+  in allocations of their own (the compiler fences every shared-memory access off an mbarrier arrive on the same
+  allocation): M's barriers a tile 7 -> 4. The fastest: 101.7-103.0 us on L2 (fp8), 94.0-96.4 (fp8_nope).
+  ONE_BAR 2 (no end-of-tile barrier) and 3 (the lazy max: the running max kept while no score exceeds it by 0.75,
+  one vote and one barrier a tile) gained nothing more.
+
+Outcome: correct in every form (rel err 1.6-2.7e-3, the same as proto_fp8_raw.py). ONE_BAR 1 at T=256 H=16 on an
+H100: 101.7 us on an L2-resident pool (fp8; fp8_nope 94.0) against the shipped kernel's 116.2 (109.5), and 123-126 us
+on the suite's pool against 142-144 (fp8_nope 104-105 against 123): 1.14-1.18x where the H100's memory bounds. Its SM
+floor is the H200 target's (0.7 of the copy ceiling: 103.4 us; fp8_nope 92.0). Not yet timed on an H200, not in the
+template (it has no LSE, sink, topk_length, split-K or extra cache, and no per-group scales: fp8_ds_mla and model1's
+groups of 128 / 64 dims cut across O^T's m-blocks in this row order).
 
 Scope: fp8_e4m3, d_qk 576 or 512 (--format fp8 or fp8_nope), 16 heads, one split, no sink, LSE or topk_length.
-  python3 benchmarks/calls/proto_fp8_rega.py            (GPU: correctness, timing beside proto_fp8_raw's and the shipped)
+  python3 benchmarks/calls/proto_fp8_rega.py            (GPU: correctness, timing beside proto_fp8_raw's, the shipped)
   python3 benchmarks/calls/proto_fp8_rega.py --compile  (no GPU: compile for sm_90a, print registers / spills / smem)
 """
 import argparse
@@ -176,7 +192,8 @@ def _vt_operand(k32s, DOT_A: gl.constexpr, NO_PRMT: gl.constexpr):
 
 @gluon.jit
 def _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L: gl.constexpr, VT_SMEM: gl.constexpr):
-    """O^T (rows in _vt_rows' order with VT_SMEM, else _vt_operand's) normalized by the row sums into out[t] as bfloat16."""
+    """O^T (rows in _vt_rows' order with VT_SMEM, else _vt_operand's) normalized by the row sums into out[t] as
+    bfloat16."""
     l_o = gl.sum(l_k, axis=0)
     inv = gl.where(l_o > 0, out_scale / (l_o * P_SCALE), 0.0)  # a row with nothing valid is 0
     m = gl.arange(0, D_NOPE, layout=gl.SliceLayout(1, O_L))
@@ -236,10 +253,9 @@ def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free,
 
 
 @gluon.jit
-def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8, ready, free, out,
-             stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, flags, p_hi8, p_lo8,
-             DIAG: gl.constexpr,
-             ROPE: gl.constexpr,
+def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8, ready, free,
+             out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, flags, p_hi8, p_lo8,
+             DIAG: gl.constexpr, ROPE: gl.constexpr,
              NST: gl.constexpr, VT_SMEM: gl.constexpr, ONE_BAR: gl.constexpr):
     """S^T, V^T (as P.V's A in registers, or with VT_SMEM stored over K), the softmax and O^T of every tile: the keys
     are S^T's M, the dims O^T's."""
@@ -329,8 +345,8 @@ def _softmax_pv(s2, slot, num_slots, s_scale, m_i, l_k, acc, a, p8, z, O_L: gl.c
 
 
 @gluon.jit
-def _group_m_pipe(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, ready, free, out, stride_ot,
-                  stride_oh, score_scale, out_scale, n_tiles, zero, ROPE: gl.constexpr, NST: gl.constexpr):
+def _group_m_pipe(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, ready, free, out,
+                  stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, ROPE: gl.constexpr, NST: gl.constexpr):
     """PIPE: _group_m with A from registers, P.V of tile j left in flight while tile j + 1's S^T is issued; V^T's
     words of tile j + 1 are loaded once P.V of tile j is done with the registers."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
@@ -405,29 +421,27 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
     n_tiles = TOPK // BLOCK_N
     if PIPE:
         gl.warp_specialize([
-            (_group_m_pipe, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, ready, free, out,
-                             stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, ROPE, NST)),
+            (_group_m_pipe, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, ready, free,
+                             out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, ROPE, NST)),
             (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free, NST, ROPE)),
         ], [4], [GATHER_REGS])
     else:
         gl.warp_specialize([
             (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8,
-                        ready, free, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, flags, p_hi8, p_lo8,
-                        DIAG,
-                        ROPE, NST, VT_SMEM, ONE_BAR)),
+                        ready, free, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, flags,
+                        p_hi8, p_lo8, DIAG, ROPE, NST, VT_SMEM, ONE_BAR)),
             (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free, NST, ROPE)),
         ], [4], [GATHER_REGS])
 
 
-# The kernels checked and timed: name -> (NST, VT_SMEM, PIPE, ONE_BAR). Call 2 (an H100, suite's pool / L2): A from registers, two
-# stages 124.8 / 107.2 us, three 136.7 / 129.2; no byte permutes (DIAG 1) 123.7 / 109.3 (proto_fp8_raw 123.9 / 118.3,
-# shipped 142.8 / 117.2). Call 3 (L2): no P.V 81.4, no V loads 110.3, stage freed after P.V 108.9: P.V with A from
-# registers costs ~25 us.
+# The kernels checked and timed: name -> (NST, VT_SMEM, PIPE, ONE_BAR). Session 42 (an H100, T=256 H=16 fp8,
+# the suite's pool / L2; benchmarks/results/session42/): call 2, A from registers two stages 124.8 / 107.2 us, three
+# 136.7 / 129.2, no byte permutes (DIAG 1) 123.7 / 109.3 (proto_fp8_raw 123.9 / 118.3, shipped 142.8 / 117.2); call 3
+# (L2) no P.V 81.4, no V loads 110.3, stage freed after P.V 108.9; call 4, VT_SMEM 135.9 / 130.1; call 5, PIPE two
+# stages 132.6 / 128.7, three 150.8 / 152.0; call 7, ONE_BAR 1 126.2 / 101.7 (2: 125.9 / 102.6; ONE_BAR 0 126.4 /
+# 105.8); call 9, ONE_BAR 3 (lazy max) 123.0 / 102.6 (1: 123.5 / 103.0).
 KERNELS = {"V^T in registers, two stages": (2, False, False, 0),
-           "V^T in registers, one-barrier max, two stages": (2, False, False, 1),
-           "V^T in registers, lazy max, two stages": (2, False, False, 3)}
-# Timing-only diagnostics, A from registers, two stages (DIAG bits: 1 no byte permutes, 2 no P.V, 4 no loads (A
-# constant), 8 the stage freed after P.V)
+           "V^T in registers, one-barrier max, two stages": (2, False, False, 1)}
 DIAGS = {2: "no P.V (wrong)"}
 
 
@@ -461,15 +475,15 @@ def compile_only() -> int:
                            target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
         regs = sorted(set(re.findall(r"setmaxnreg[.a-z0-9]*\s+([0-9]+)", ptx)))
-        print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag} VT_SMEM {vt_smem} PIPE {pipe} ONE_BAR {one_bar}: "
-              f"smem "
+        print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag} VT_SMEM {vt_smem} "
+              f"PIPE {pipe} ONE_BAR {one_bar}: smem "
               f"{k.metadata.shared} B; wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async "
               f"{len(re.findall(r'cp.async.cg', ptx))}; ld.shared.v4 {len(re.findall(r'ld.shared.v4', ptx))}; "
               f"st.shared {len(re.findall(r'st.shared', ptx))}; prmt {len(re.findall(r'prmt', ptx))}; setmaxnreg "
               f"{regs}; regs / spill: {_ptxas_resources(ptx, 'sm90')}")
     for vt_smem in (False, True):
-        k = triton.compile(gluon._runtime.GluonASTSource(check_pv_regs, {"k_ptr": "*u8", "p_ptr": "*u8", "o_ptr": "*bf16",
-                                                                         "VT_SMEM": "constexpr"},
+        k = triton.compile(gluon._runtime.GluonASTSource(check_pv_regs, {"k_ptr": "*u8", "p_ptr": "*u8",
+                                                                         "o_ptr": "*bf16", "VT_SMEM": "constexpr"},
                                                          {"VT_SMEM": vt_smem}),
                            target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
         ptx = k.asm["ptx"]
