@@ -67,6 +67,10 @@ GATHER_REGS = gl.constexpr(56)
 VT_LOAD = gl.constexpr(gl.DistributedLinearLayout(
     reg_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [16, 0], [32, 0]], lane_bases=[[4, 0], [8, 0], [0, 4], [0, 8], [0, 16]],
     warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[BLOCK_N, D_NOPE // 4]))
+# The same with KPERM: A's key 4 q + i (+16 g + 32 s) is the stage's row 8 i0 + 4 q1 + 2 q0 + i1 (+16 g + 32 s)
+VT_LOAD_K = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [0, 2], [8, 0], [1, 0], [16, 0], [32, 0]], lane_bases=[[2, 0], [4, 0], [0, 4], [0, 8], [0, 16]],
+    warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[BLOCK_N, D_NOPE // 4]))
 # The same for VT_SMEM: a thread's 16 keys 16 q + 0..15 (registers) of 4 words, lanes 4 a + q, warps w
 VT_LOAD_S = gl.constexpr(gl.DistributedLinearLayout(
     reg_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [8, 0]], lane_bases=[[16, 0], [32, 0], [0, 4], [0, 8], [0, 16]],
@@ -111,7 +115,17 @@ def _cta_any(x, flags):
 
 
 @gluon.jit
-def _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, flags, free, O_L: gl.constexpr, LAZY: gl.constexpr):
+def _p_keys(p, KPERM: gl.constexpr):
+    """P [64 stage rows, 16 heads] in P.V's key order: with KPERM row r at 16 (r >> 4) + 2 (r & 7) + ((r >> 3) & 1),
+    so each thread's rows r and r + 8 are adjacent bytes of P^T (16-bit stores)."""
+    if KPERM:
+        p = gl.reshape(gl.permute(gl.reshape(p, [2, 2, 2, 8, BLOCK_H]), (0, 1, 3, 2, 4)), [BLOCK_N, BLOCK_H])
+    return p
+
+
+@gluon.jit
+def _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, flags, free, O_L: gl.constexpr, LAZY: gl.constexpr,
+                KPERM: gl.constexpr):
     """ONE_BAR: _softmax_p with _head_max's max, P's halves in buffers of their own (in one buffer, the compiler puts a
     barrier between their stores), and the stage freed (free). LAZY (ONE_BAR 3): the max only where a score exceeds
     the running max by more than LAZY_TAU (_cta_any), else the running max as it is."""
@@ -127,8 +141,8 @@ def _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, flags, free, O_L: gl.conste
     p = gl.exp2(s - m_use[None, :])
     l_k = l_k * alpha[None, :] + p
     p_hi, p_lo = _halves(p * P_SCALE)
-    p_hi8.index(0).store(p_hi.permute((1, 0)))
-    p_lo8.index(0).store(p_lo.permute((1, 0)))
+    p_hi8.index(0).store(_p_keys(p_hi, KPERM).permute((1, 0)))
+    p_lo8.index(0).store(_p_keys(p_lo, KPERM).permute((1, 0)))
     fence_async_shared()
     # the stage is free since _head_max's barrier; arrived here, beside a barrier, because the compiler puts one after
     # each arrive before the next shared-memory access
@@ -176,12 +190,17 @@ def _vt_rows(k32s):
 
 
 @gluon.jit
-def _vt_operand(k32s, DOT_A: gl.constexpr, NO_PRMT: gl.constexpr):
+def _vt_operand(k32s, DOT_A: gl.constexpr, NO_PRMT: gl.constexpr, KPERM: gl.constexpr = False):
     """The stage's K (k32s: [64 keys, 128 words], 128-byte swizzle) as O^T's A operand [512 rows m, 64 keys] in
     registers: row m is dim 128 w + 16 a + 4 e + 2 b1 + b0 for m = 128 e + 64 b1 + 16 w + 8 b0 + a. Nothing moves
-    between threads: the layout conversion at the end is asserted trivial."""
-    x = gl.reshape(k32s.load(VT_LOAD), [2, 2, 4, 4, 4, 8, 4])  # keys s g q i, words w a e
-    x = gl.permute(x, (0, 1, 2, 4, 5, 6, 3))  # s g q w a e | i
+    between threads: the layout conversion at the end is asserted trivial. KPERM: A's key k is the stage's row
+    16 (k >> 4) + 8 (k & 1) + ((k >> 1) & 7) (_p_keys' order), else row k."""
+    if KPERM:  # rows 8 i0 + 4 q1 + 2 q0 + i1 (+16 g + 32 s) for A's key 4 q + i (+16 g + 32 s)
+        x = gl.reshape(k32s.load(VT_LOAD_K), [2, 2, 2, 2, 2, 2, 4, 8, 4])  # keys s g i0 q1 q0 i1, words w a e
+        x = gl.reshape(gl.permute(x, (0, 1, 3, 4, 6, 7, 8, 5, 2)), [2, 2, 4, 4, 8, 4, 4])  # s g q w a e | i
+    else:
+        x = gl.reshape(k32s.load(VT_LOAD), [2, 2, 4, 4, 4, 8, 4])  # keys s g q i, words w a e
+        x = gl.permute(x, (0, 1, 2, 4, 5, 6, 3))  # s g q w a e | i
     y = x if NO_PRMT else _transpose4(x)  # s g q w a e | b (NO_PRMT, a DIAG: untransposed, timing only)
     # the words as bytes (the compiler packs them straight back: no instructions)
     yb = _join4(y.to(gl.int8), (y >> 8).to(gl.int8), (y >> 16).to(gl.int8), (y >> 24).to(gl.int8))
@@ -278,6 +297,8 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
         slot_nx = _slots(idx_row, j + 1, n_tiles, KEYS)  # a tile ahead (cp.async zero-fills missing rows)
         mbarrier.wait(ready.index(st), ph)
         fence_async_shared()  # the rows cp.async wrote, before wgmma reads them
+        if DIAG & 16 != 0:  # (DIAG & 16: V^T's loads issued before S^T)
+            a = _vt_operand(k32.index(z + st), DOT_A, False, DIAG & 32 != 0)
         s2 = gl.zeros([BLOCK_N, 2 * BLOCK_H], gl.float32, layout=S2_L)
         s2 = warpgroup_mma(kn8.index(z + st), qn8.index(z).permute((1, 0)), s2, use_acc=False, is_async=True)
         if ROPE:
@@ -285,8 +306,10 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
         # V^T's words while S^T runs
         if VT_SMEM:
             y = _vt_rows(k32.index(z + st))
+        elif DIAG & 16 != 0:
+            pass
         elif DIAG & 4 == 0:
-            a = _vt_operand(k32.index(z + st), DOT_A, DIAG & 1 != 0)
+            a = _vt_operand(k32.index(z + st), DOT_A, DIAG & 1 != 0, DIAG & 32 != 0)
         else:  # (DIAG & 4: no loads, A a constant; timing only)
             a = gl.full([D_NOPE, BLOCK_N], 0x38, gl.int8, layout=DOT_A).to(gl.float8e4nv, bitcast=True)
         s2 = warpgroup_mma_wait(0, deps=[s2])
@@ -299,7 +322,8 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
         s = _summed_scores(s2, O_L) * s_scale[None, :]
         s = gl.where(((slot >= 0) & (slot < num_slots))[:, None], s, float("-inf"))
         if ONE_BAR:
-            m_i, l_k, acc = _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, flags, free.index(st), O_L, ONE_BAR == 3)
+            m_i, l_k, acc = _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, flags, free.index(st), O_L,
+                                        ONE_BAR == 3, DIAG & 32 != 0)
         else:
             m_i, l_k, acc = _softmax_p(s, m_i, l_k, acc, p8)
         if DIAG & 2 == 0:  # (DIAG & 2: no P.V)
@@ -434,14 +458,17 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
         ], [4], [GATHER_REGS])
 
 
-# The kernels checked and timed: name -> (NST, VT_SMEM, PIPE, ONE_BAR). Session 42 (an H100, T=256 H=16 fp8,
+# The kernels checked and timed: name -> (NST, VT_SMEM, PIPE, ONE_BAR, DIAG). Session 42 (an H100, T=256 H=16 fp8,
 # the suite's pool / L2; benchmarks/results/session42/): call 2, A from registers two stages 124.8 / 107.2 us, three
 # 136.7 / 129.2, no byte permutes (DIAG 1) 123.7 / 109.3 (proto_fp8_raw 123.9 / 118.3, shipped 142.8 / 117.2); call 3
 # (L2) no P.V 81.4, no V loads 110.3, stage freed after P.V 108.9; call 4, VT_SMEM 135.9 / 130.1; call 5, PIPE two
 # stages 132.6 / 128.7, three 150.8 / 152.0; call 7, ONE_BAR 1 126.2 / 101.7 (2: 125.9 / 102.6; ONE_BAR 0 126.4 /
 # 105.8); call 9, ONE_BAR 3 (lazy max) 123.0 / 102.6 (1: 123.5 / 103.0).
-KERNELS = {"V^T in registers, two stages": (2, False, False, 0),
-           "V^T in registers, one-barrier max, two stages": (2, False, False, 1)}
+KERNELS = {"V^T in registers, two stages": (2, False, False, 0, 0),
+           "V^T in registers, one-barrier max, two stages": (2, False, False, 1, 0),
+           "one-barrier max, V^T loads first": (2, False, False, 1, 16),
+           "one-barrier max, P in 16-bit pairs": (2, False, False, 1, 32),
+           "one-barrier max, both": (2, False, False, 1, 48)}
 DIAGS = {2: "no P.V (wrong)"}
 
 
@@ -466,7 +493,8 @@ def compile_only() -> int:
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
     for nst, rope, diag, vt_smem, pipe, one_bar in ((2, True, 0, False, False, 0), (2, True, 0, False, False, 1),
                                                     (2, False, 0, False, False, 1), (2, True, 0, False, False, 3),
-                                                    (2, True, 0, True, False, 0), (2, True, 0, False, True, 0)):
+                                                    (2, True, 0, True, False, 0), (2, True, 0, False, True, 0),
+                                                    (2, True, 48, False, False, 1), (2, False, 32, False, False, 1)):
         k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_rega, sig, {"TOPK": 2048, "DIAG": diag,
                                                                                "ROPE": rope, "NST": nst,
                                                                                "VT_SMEM": vt_smem, "PIPE": pipe,
@@ -535,9 +563,9 @@ def main() -> int:
         ok &= unit_err < 1e-2
         print(f"unit: V^T P^T, V^T {'stored over K' if vt_smem else 'as A from registers'}: rel err {unit_err:.2e} -> "
               f"{'ok' if unit_err < 1e-2 else 'FAIL'}", flush=True)
-    kernels = {name: (lambda q, idx, out, nst=nst, vt_smem=vt_smem, pipe=pipe, one_bar=one_bar: launch(
-        q, u8, idx, out, sm_scale, kw["kv_scale"], nst=nst, vt_smem=vt_smem, pipe=pipe, one_bar=one_bar))
-        for name, (nst, vt_smem, pipe, one_bar) in KERNELS.items()}
+    kernels = {name: (lambda q, idx, out, nst=nst, vt_smem=vt_smem, pipe=pipe, one_bar=one_bar, diag=diag: launch(
+        q, u8, idx, out, sm_scale, kw["kv_scale"], nst=nst, vt_smem=vt_smem, pipe=pipe, one_bar=one_bar, diag=diag))
+        for name, (nst, vt_smem, pipe, one_bar, diag) in KERNELS.items()}
     ok &= check_kernels(kernels, fmt, cache, kw, T, H, topk, dev)
     for diag, what in DIAGS.items():
         kernels[f"V^T in registers, {what}"] = lambda q, idx, out, diag=diag: launch(
