@@ -9,6 +9,6 @@ export PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 for fmt in fp8 fp8_nope; do
   timeout 240 python3 benchmarks/calls/proto_fp8_rega.py --format $fmt > "$OUT/proto_fp8_rega_$fmt.log" 2>&1
-  echo "== proto_fp8_rega $fmt T=256 rc=$?"; grep "unit\|trial\|^|\|correct\|Error\|error" \
-    "$OUT/proto_fp8_rega_$fmt.log" | tail -24
+  echo "== proto_fp8_rega $fmt T=256 rc=$?"; grep "unit\|trial\|features\|^|\|correct\|Error\|error" \
+    "$OUT/proto_fp8_rega_$fmt.log" | tail -30
 done

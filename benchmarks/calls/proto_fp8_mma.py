@@ -64,18 +64,30 @@ def _halves(x):
 
 
 @gluon.jit
-def _load_q_halves(q, stride_qt, stride_qh, t, qn8, qr8, ROPE: gl.constexpr = True):
+def _load_q_halves(q, stride_qt, stride_qh, t, qn8, qr8, ROPE: gl.constexpr = True, num_heads=0,
+                   HEAD_MASK: gl.constexpr = False):
     """Q's rows times a power of two per head (largest |value| to [128, 256)) as two e4m3 halves into qn8 / qr8
     (rows 0-15 hi, 16-31 lo), each buffer stored whole (qr8 only with ROPE). Returns 1 / that scale per head.
+    With HEAD_MASK the rows of heads num_heads and on are 0 (proto_fp8_rega.py's fewer heads).
     (Stored as two 16-row slices, the halves came out wrong in sessions 40-41 while the same wgmmas on e4m3 Q
     from PyTorch were right: a row slice of a buffer wider than its 128-byte swizzle is not where wgmma reads it.)"""
     GQ: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     rows = gl.arange(0, 2 * BLOCK_H, layout=gl.SliceLayout(1, GQ))
     q_row = q + t * stride_qt + (rows % BLOCK_H).to(gl.int64)[:, None] * stride_qh
-    qv = gl.load(q_row + gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GQ))[None, :]).to(gl.float32)
+    if HEAD_MASK:
+        head_ok = ((rows % BLOCK_H) < num_heads)[:, None]
+        qv = gl.load(q_row + gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GQ))[None, :], mask=head_ok,
+                     other=0.0).to(gl.float32)
+    else:
+        qv = gl.load(q_row + gl.arange(0, D_NOPE, layout=gl.SliceLayout(0, GQ))[None, :]).to(gl.float32)
     q_max = gl.max(gl.abs(qv), axis=1)
     if ROPE:
-        qrv = gl.load(q_row + D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GQ))[None, :]).to(gl.float32)
+        if HEAD_MASK:
+            qrv = gl.load(q_row + D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GQ))[None, :], mask=head_ok,
+                          other=0.0).to(gl.float32)
+        else:
+            qrv = gl.load(q_row + D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GQ))[None, :]).to(
+                gl.float32)
         q_max = gl.maximum(q_max, gl.max(gl.abs(qrv), axis=1))
     q_scale = gl.where(q_max > 0, gl.exp2(7.0 - gl.floor(gl.log2(q_max))), 1.0)
     lo_row = (rows >= BLOCK_H)[:, None]

@@ -118,9 +118,10 @@ def _transpose_in_place(k32, vt32, TR_L: gl.constexpr):
 
 @gluon.jit
 def _gather(kv, stride_row, num_slots, idx_row, n_tiles, g, stage, stage_r, ready, free, free_phase, free_pred,
-            ROPE: gl.constexpr):
+            ROPE: gl.constexpr, tlen=0, TLEN: gl.constexpr = False):
     """cp.async of tile g's raw rows into stage (K's 512 bytes) and stage_r (the rope's 64) once free completes its
-    phase free_phase (if free_pred), each thread's copies arriving on ready; tile g + 1's rows into L2 first."""
+    phase free_phase (if free_pred), each thread's copies arriving on ready; tile g + 1's rows into L2 first. Rows
+    of invalid slots (and with TLEN of keys tlen and on) are zero-filled."""
     GC: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])  # a warp 4 rows x 128 bytes
     GR: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])  # the rope's 64 bytes: a warp 8 rows
     LP: gl.constexpr = gl.BlockedLayout([1, 2], [8, 4], [4, 1], [1, 0])  # L2 prefetch: a thread per 128-byte line
@@ -131,6 +132,8 @@ def _gather(kv, stride_row, num_slots, idx_row, n_tiles, g, stage, stage_r, read
     _prefetch_l2(kv + (gl.where(ok_nx, slot_nx, 0).to(gl.int64) * stride_row)[:, None] + lines[None, :])
     slot = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GC))
     ok = (slot >= 0) & (slot < num_slots)
+    if TLEN:
+        ok = ok & (g * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, GC)) < tlen)
     row = gl.where(ok, slot, 0).to(gl.int64) * stride_row
     mbarrier.wait(free, free_phase, pred=free_pred)
     for c in gl.static_range(D_NOPE // 128):
@@ -139,6 +142,8 @@ def _gather(kv, stride_row, num_slots, idx_row, n_tiles, g, stage, stage_r, read
     if ROPE:
         slot_r = _slots(idx_row, g, n_tiles, gl.SliceLayout(1, GR))  # (loaded again: no layout conversion)
         ok_r = (slot_r >= 0) & (slot_r < num_slots)
+        if TLEN:
+            ok_r = ok_r & (g * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, GR)) < tlen)
         row_r = gl.where(ok_r, slot_r, 0).to(gl.int64) * stride_row
         cols_r = D_NOPE + gl.arange(0, D_ROPE, layout=gl.SliceLayout(0, GR))
         _cp_async(stage_r, kv + row_r[:, None] + cols_r[None, :], mask=ok_r[:, None])

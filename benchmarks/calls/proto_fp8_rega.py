@@ -52,7 +52,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proto_fp8_mma import (  # noqa: E402
-    BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, P_SCALE, _halves, _load_q_halves, _reinterpret, _slots, _softmax_p,
+    BLOCK_H, BLOCK_N, D_NOPE, D_ROPE, P_SCALE, _halves, _load_q_halves, _reinterpret, _slots, _softmax_p, check_out,
     _summed_scores)
 from proto_fp8_raw import (  # noqa: E402
     HI_HALVES, HI_PAIRS, LO_HALVES, LO_PAIRS, SW128, SW128_32, SW64, SW64_32, _barrier, _gather, _prmt, _pv,
@@ -210,19 +210,32 @@ def _vt_operand(k32s, DOT_A: gl.constexpr, NO_PRMT: gl.constexpr, KPERM: gl.cons
 
 
 @gluon.jit
-def _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L: gl.constexpr, VT_SMEM: gl.constexpr):
-    """O^T (rows in _vt_rows' order with VT_SMEM, else _vt_operand's) normalized by the row sums into out[t] as
-    bfloat16."""
+def _write_out_rows(acc, l_k, m_i, out, t, stride_ot, stride_oh, out_scale, num_heads, lse, stride_lt, sink,
+                    O_L: gl.constexpr, VT_SMEM: gl.constexpr, HAS_LSE: gl.constexpr = False,
+                    HAS_SINK: gl.constexpr = False):
+    """O^T (rows in _vt_rows' order with VT_SMEM, else _vt_operand's) normalized by the row sums into out[t]'s first
+    num_heads heads as bfloat16; with HAS_SINK a per-head sink (natural log units, float32) joins the denominator,
+    with HAS_LSE the natural log of the sum (without the sink; +inf for a head with nothing valid, whose output
+    is 0) goes to lse[t]."""
+    heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, O_L))
+    head_ok = heads < num_heads
     l_o = gl.sum(l_k, axis=0)
-    inv = gl.where(l_o > 0, out_scale / (l_o * P_SCALE), 0.0)  # a row with nothing valid is 0
+    den = l_o
+    if HAS_SINK:  # exp(sink) in P's units: 2^(sink log2 e - m)
+        m_use = gl.where(m_i == float("-inf"), 0.0, m_i)
+        sk = gl.load(sink + heads, mask=head_ok, other=float("-inf"))
+        den = l_o + gl.exp2(sk * 1.4426950408889634 - m_use)
+    inv = gl.where(l_o > 0, out_scale / (den * P_SCALE), 0.0)  # a row with nothing valid is 0 (and +inf sinks)
+    if HAS_LSE:
+        lse_h = gl.where(l_o > 0, (m_i + gl.log2(l_o)) * 0.6931471805599453, float("inf"))
+        gl.store(lse + t * stride_lt + heads, lse_h, mask=head_ok)
     m = gl.arange(0, D_NOPE, layout=gl.SliceLayout(1, O_L))
     if VT_SMEM:  # _vt_rows' rows
         dims = 128 * (m >> 7) + 16 * (m & 7) + 4 * ((m >> 5) & 3) + ((m >> 3) & 3)
     else:  # _vt_operand's
         dims = 128 * ((m >> 4) & 3) + 16 * (m & 7) + 4 * (m >> 7) + 2 * ((m >> 6) & 1) + ((m >> 3) & 1)
-    heads = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, O_L))
     gl.store(out + t * stride_ot + heads.to(gl.int64)[None, :] * stride_oh + dims[:, None],
-             (acc * inv[None, :]).to(gl.bfloat16))
+             (acc * inv[None, :]).to(gl.bfloat16), mask=head_ok[None, :])
 
 
 @gluon.jit
@@ -258,24 +271,26 @@ def check_pv_regs(k_ptr, p_ptr, o_ptr, VT_SMEM: gl.constexpr):
         acc = warpgroup_mma(a, p8.index(0).permute((1, 0)), acc, is_async=True)
         acc = warpgroup_mma_wait(0, deps=[acc])
     l_k = gl.full([BLOCK_N, BLOCK_H], 1.0 / (BLOCK_N * P_SCALE), gl.float32, layout=O_L)  # (so inv is 1)
-    _write_out_rows(acc, l_k, o_ptr, 0, D_NOPE, D_NOPE, 1.0, O_L, VT_SMEM)
+    m_i = gl.zeros([BLOCK_H], gl.float32, layout=gl.SliceLayout(0, O_L))
+    _write_out_rows(acc, l_k, m_i, o_ptr, 0, D_NOPE, D_NOPE, 1.0, BLOCK_H, o_ptr, 0, o_ptr, O_L, VT_SMEM)
 
 
 @gluon.jit
 def _group_g(kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free, NST: gl.constexpr,
-             ROPE: gl.constexpr):
-    """Gathers tile g's raw rows into stage g % NST once M is done with the tile NST before."""
+             ROPE: gl.constexpr, tlen=0, TLEN: gl.constexpr = False):
+    """Gathers tile g's raw rows into stage g % NST once M is done with the tile NST before (with TLEN, rows of keys
+    tlen and on zero-filled: their slot ids may be anything, and 0 x NaN would reach P.V)."""
     for g in range(n_tiles):
         s = g % NST
         _gather(kv, stride_row, num_slots, idx_row, n_tiles, g, kn8.index(s), kr8.index(s), ready.index(s),
-                free.index(s), ((g // NST) & 1) ^ 1, g >= NST, ROPE)
+                free.index(s), ((g // NST) & 1) ^ 1, g >= NST, ROPE, tlen, TLEN)
 
 
 @gluon.jit
 def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8, ready, free,
-             out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, flags, p_hi8, p_lo8,
-             DIAG: gl.constexpr, ROPE: gl.constexpr,
-             NST: gl.constexpr, VT_SMEM: gl.constexpr, ONE_BAR: gl.constexpr):
+             out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, flags, p_hi8, p_lo8, num_heads, lse,
+             stride_lt, sink, tlen, HAS_LSE: gl.constexpr, HAS_SINK: gl.constexpr, DIAG: gl.constexpr,
+             ROPE: gl.constexpr, NST: gl.constexpr, VT_SMEM: gl.constexpr, ONE_BAR: gl.constexpr):
     """S^T, V^T (as P.V's A in registers, or with VT_SMEM stored over K), the softmax and O^T of every tile: the keys
     are S^T's M, the dims O^T's."""
     S2_L: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 32])
@@ -283,12 +298,13 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
     DOT_A: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=O_L, k_width=4)
     KEYS: gl.constexpr = gl.SliceLayout(1, O_L)
     HEADS: gl.constexpr = gl.SliceLayout(0, O_L)
-    q_unscale = _load_q_halves(q, stride_qt, stride_qh, t, qn8.index(0), qr8.index(0), ROPE)
+    q_unscale = _load_q_halves(q, stride_qt, stride_qh, t, qn8.index(0), qr8.index(0), ROPE, num_heads, True)
     s_scale = score_scale * gl.convert_layout(q_unscale, HEADS)
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, layout=HEADS)
     l_k = gl.zeros([BLOCK_N, BLOCK_H], gl.float32, layout=O_L)  # row sums per key row, summed across warps once
     acc = gl.zeros([D_NOPE, BLOCK_H], gl.float32, layout=O_L)
     slot_nx = _slots(idx_row, 0, n_tiles, KEYS)
+    keys = gl.arange(0, BLOCK_N, layout=KEYS)
     for j in range(n_tiles):
         z = j * zero  # (descriptors made where each wgmma is issued: see proto_fp8_raw.py)
         st = j % NST
@@ -320,7 +336,7 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
         elif DIAG & 8 == 0 and not ONE_BAR:
             mbarrier.arrive(free.index(st))
         s = _summed_scores(s2, O_L) * s_scale[None, :]
-        s = gl.where(((slot >= 0) & (slot < num_slots))[:, None], s, float("-inf"))
+        s = gl.where(((slot >= 0) & (slot < num_slots) & (j * BLOCK_N + keys < tlen))[:, None], s, float("-inf"))
         if ONE_BAR:
             m_i, l_k, acc = _softmax_p1(s, m_i, l_k, acc, p_hi8, p_lo8, red, flags, free.index(st), O_L,
                                         ONE_BAR == 3, DIAG & 32 != 0)
@@ -344,7 +360,8 @@ def _group_m(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32
             _barrier()  # (P's buffer is rewritten by the next tile)
         if VT_SMEM or DIAG & 8 != 0:  # (DIAG & 8: the stage freed after P.V, timing only)
             mbarrier.arrive(free.index(st))
-    _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L, VT_SMEM)
+    _write_out_rows(acc, l_k, m_i, out, t, stride_ot, stride_oh, out_scale, num_heads, lse, stride_lt, sink, O_L,
+                    VT_SMEM, HAS_LSE, HAS_SINK)
 
 
 @gluon.jit
@@ -409,15 +426,19 @@ def _group_m_pipe(q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32,
         slot = slot_nx
     m_i, l_k, acc = _softmax_pv(s2, slot, num_slots, s_scale, m_i, l_k, acc, a, p8, 0 * zero, O_L)
     acc = warpgroup_mma_wait(0, deps=[acc])
-    _write_out_rows(acc, l_k, out, t, stride_ot, stride_oh, out_scale, O_L, False)
+    _write_out_rows(acc, l_k, m_i, out, t, stride_ot, stride_oh, out_scale, BLOCK_H, out, 0, out, O_L, False)
 
 
 @gluon.jit
 def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stride_it, out, stride_ot, stride_oh,
-                   score_scale, out_scale, zero, TOPK: gl.constexpr, DIAG: gl.constexpr = 0, ROPE: gl.constexpr = True,
-                   NST: gl.constexpr = 2, VT_SMEM: gl.constexpr = False, PIPE: gl.constexpr = False,
-                   ONE_BAR: gl.constexpr = 0):
+                   score_scale, out_scale, zero, num_heads, lse, stride_lt, sink, topk_len, TOPK: gl.constexpr,
+                   DIAG: gl.constexpr = 0, ROPE: gl.constexpr = True, NST: gl.constexpr = 2,
+                   VT_SMEM: gl.constexpr = False, PIPE: gl.constexpr = False, ONE_BAR: gl.constexpr = 0,
+                   HAS_LSE: gl.constexpr = False, HAS_SINK: gl.constexpr = False, HAS_TOPK_LEN: gl.constexpr = False):
+    """One program a token: its first num_heads (<= 16) heads; LSE, a per-head sink and topk_len (keys past it
+    masked, tiles past it skipped) as the HAS_ flags say (not with PIPE)."""
     t = gl.program_id(0).to(gl.int64)
+    gl.static_assert(not (PIPE and (HAS_LSE or HAS_SINK or HAS_TOPK_LEN)), "PIPE: no LSE, sink or topk_len")
     kn8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_NOPE], SW128)
     kr8 = gl.allocate_shared_memory(gl.float8e4nv, [NST, BLOCK_N, D_ROPE], SW64)
     qn8 = gl.allocate_shared_memory(gl.float8e4nv, [1, 2 * BLOCK_H, D_NOPE], SW128)
@@ -442,7 +463,11 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
         mbarrier.init(ready.index(b), count=128)
         mbarrier.init(free.index(b), count=1)
     idx_row = idx + t * stride_it
-    n_tiles = TOPK // BLOCK_N
+    if HAS_TOPK_LEN:
+        tlen = gl.minimum(gl.maximum(gl.load(topk_len + t), 0), TOPK)
+    else:
+        tlen = TOPK
+    n_tiles = gl.cdiv(tlen, BLOCK_N)
     if PIPE:
         gl.warp_specialize([
             (_group_m_pipe, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, qn8, qr8, p8, ready, free,
@@ -453,8 +478,10 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
         gl.warp_specialize([
             (_group_m, (q, stride_qt, stride_qh, t, num_slots, idx_row, kn8, kr8, k32, vt32, vt_0, vt_1, qn8, qr8, p8,
                         ready, free, out, stride_ot, stride_oh, score_scale, out_scale, n_tiles, zero, red, flags,
-                        p_hi8, p_lo8, DIAG, ROPE, NST, VT_SMEM, ONE_BAR)),
-            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free, NST, ROPE)),
+                        p_hi8, p_lo8, num_heads, lse, stride_lt, sink, tlen, HAS_LSE, HAS_SINK, DIAG, ROPE, NST,
+                        VT_SMEM, ONE_BAR)),
+            (_group_g, (kv, stride_row, num_slots, idx_row, n_tiles, kn8, kr8, ready, free, NST, ROPE, tlen,
+                        HAS_TOPK_LEN)),
         ], [4], [GATHER_REGS])
 
 
@@ -463,21 +490,25 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
 # 136.7 / 129.2, no byte permutes (DIAG 1) 123.7 / 109.3 (proto_fp8_raw 123.9 / 118.3, shipped 142.8 / 117.2); call 3
 # (L2) no P.V 81.4, no V loads 110.3, stage freed after P.V 108.9; call 4, VT_SMEM 135.9 / 130.1; call 5, PIPE two
 # stages 132.6 / 128.7, three 150.8 / 152.0; call 7, ONE_BAR 1 126.2 / 101.7 (2: 125.9 / 102.6; ONE_BAR 0 126.4 /
-# 105.8); call 9, ONE_BAR 3 (lazy max) 123.0 / 102.6 (1: 123.5 / 103.0).
+# 105.8); call 9, ONE_BAR 3 (lazy max) 123.0 / 102.6 (1: 123.5 / 103.0); call 10, ONE_BAR 1 with DIAG 32 (KPERM, P
+# stored as 16-bit pairs) 126.5 / 93.6 (ONE_BAR 1 127.2 / 101.7), with DIAG 16 (V^T's loads first) 126.3 / 101.2.
 KERNELS = {"V^T in registers, two stages": (2, False, False, 0, 0),
            "V^T in registers, one-barrier max, two stages": (2, False, False, 1, 0),
-           "one-barrier max, V^T loads first": (2, False, False, 1, 16),
-           "one-barrier max, P in 16-bit pairs": (2, False, False, 1, 32),
-           "one-barrier max, both": (2, False, False, 1, 48)}
+           "one-barrier max, P in 16-bit pairs": (2, False, False, 1, 32)}
 DIAGS = {2: "no P.V (wrong)"}
 
 
-def launch(q, cache_u8, idx, out, sm_scale, kv_scale, nst=2, diag=0, vt_smem=False, pipe=False, one_bar=0):
+def launch(q, cache_u8, idx, out, sm_scale, kv_scale, nst=2, diag=0, vt_smem=False, pipe=False, one_bar=0, lse=None,
+           sink=None, topk_len=None):
+    """out [T, H, 512] for q [T, H <= 16, d_qk]; lse [T, H] float32, sink [H] float32, topk_len [T] int32 optional."""
     proto_fp8_rega[(q.shape[0],)](q, q.stride(0), q.stride(1), cache_u8, cache_u8.stride(0), cache_u8.shape[0], idx,
                                   idx.stride(0), out, out.stride(0), out.stride(1),
-                                  sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0, TOPK=idx.shape[1], DIAG=diag,
-                                  ROPE=q.shape[-1] > D_NOPE, NST=nst, VT_SMEM=vt_smem, PIPE=pipe, ONE_BAR=one_bar,
-                                  num_warps=4, maxnreg=128)
+                                  sm_scale * kv_scale * 1.4426950408889634, kv_scale, 0, q.shape[1],
+                                  out if lse is None else lse, 0 if lse is None else lse.stride(0),
+                                  out if sink is None else sink, idx if topk_len is None else topk_len,
+                                  TOPK=idx.shape[1], DIAG=diag, ROPE=q.shape[-1] > D_NOPE, NST=nst, VT_SMEM=vt_smem,
+                                  PIPE=pipe, ONE_BAR=one_bar, HAS_LSE=lse is not None, HAS_SINK=sink is not None,
+                                  HAS_TOPK_LEN=topk_len is not None, num_warps=4, maxnreg=128)
 
 
 def compile_only() -> int:
@@ -487,24 +518,24 @@ def compile_only() -> int:
     from sparsemla.gen.compile_check import _ptxas_resources
     sig = {"q": "*bf16", "stride_qt": "i32", "stride_qh": "i32", "kv": "*u8", "stride_row": "i32",
            "num_slots": "i32", "idx": "*i32", "stride_it": "i32", "out": "*bf16", "stride_ot": "i32",
-           "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "TOPK": "constexpr",
+           "stride_oh": "i32", "score_scale": "fp32", "out_scale": "fp32", "zero": "i32", "num_heads": "i32",
+           "lse": "*fp32", "stride_lt": "i32", "sink": "*fp32", "topk_len": "*i32", "TOPK": "constexpr",
            "DIAG": "constexpr", "ROPE": "constexpr", "NST": "constexpr", "VT_SMEM": "constexpr",
-           "PIPE": "constexpr", "ONE_BAR": "constexpr"}
+           "PIPE": "constexpr", "ONE_BAR": "constexpr", "HAS_LSE": "constexpr", "HAS_SINK": "constexpr",
+           "HAS_TOPK_LEN": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)}
-    for nst, rope, diag, vt_smem, pipe, one_bar in ((2, True, 0, False, False, 0), (2, True, 0, False, False, 1),
-                                                    (2, False, 0, False, False, 1), (2, True, 0, False, False, 3),
-                                                    (2, True, 0, True, False, 0), (2, True, 0, False, True, 0),
-                                                    (2, True, 48, False, False, 1), (2, False, 32, False, False, 1)):
-        k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_rega, sig, {"TOPK": 2048, "DIAG": diag,
-                                                                               "ROPE": rope, "NST": nst,
-                                                                               "VT_SMEM": vt_smem, "PIPE": pipe,
-                                                                               "ONE_BAR": one_bar},
-                                                         attrs=attrs),
+    for nst, rope, diag, vt_smem, pipe, one_bar, feats in (
+            (2, True, 0, False, False, 0, False), (2, True, 0, False, False, 1, False),
+            (2, True, 32, False, False, 1, True), (2, False, 32, False, False, 1, True),
+            (2, True, 0, True, False, 0, False), (2, True, 0, False, True, 0, False)):
+        consts = {"TOPK": 2048, "DIAG": diag, "ROPE": rope, "NST": nst, "VT_SMEM": vt_smem, "PIPE": pipe,
+                  "ONE_BAR": one_bar, "HAS_LSE": feats, "HAS_SINK": feats, "HAS_TOPK_LEN": feats}
+        k = triton.compile(gluon._runtime.GluonASTSource(proto_fp8_rega, sig, consts, attrs=attrs),
                            target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "maxnreg": 128})
         ptx = k.asm["ptx"]
         regs = sorted(set(re.findall(r"setmaxnreg[.a-z0-9]*\s+([0-9]+)", ptx)))
         print(f"Triton {triton.__version__} proto_fp8_rega NST {nst} ROPE {rope} DIAG {diag} VT_SMEM {vt_smem} "
-              f"PIPE {pipe} ONE_BAR {one_bar}: smem "
+              f"PIPE {pipe} ONE_BAR {one_bar} LSE/sink/topk_len {feats}: smem "
               f"{k.metadata.shared} B; wgmma {len(re.findall(r'wgmma.mma_async', ptx))}; cp.async "
               f"{len(re.findall(r'cp.async.cg', ptx))}; ld.shared.v4 {len(re.findall(r'ld.shared.v4', ptx))}; "
               f"st.shared {len(re.findall(r'st.shared', ptx))}; prmt {len(re.findall(r'prmt', ptx))}; setmaxnreg "
@@ -518,6 +549,44 @@ def compile_only() -> int:
         print(f"Triton {triton.__version__} check_pv_regs VT_SMEM {vt_smem}: smem {k.metadata.shared} B; st.shared.v4 "
               f"{len(re.findall(r'st.shared.v4', ptx))}; ld.shared.v4 {len(re.findall(r'ld.shared.v4', ptx))}")
     return 0
+
+
+def check_features(launch_fn, fmt, cache, kw, dev, T=128, topk=2048) -> bool:
+    """launch_fn(q, u8, idx, out, lse, sink, topk_len) against the PyTorch reference with LSE, a per-head sink (one
+    head +inf, one -inf), topk_length (0, 2048, and lengths inside a tile) and 16 or 8 heads; every slot the lists
+    do not reach (within topk_length) holds NaN, and the ids past topk_length point anywhere, NaN slots included."""
+    import sparsemla
+    from sparsemla.gen.suite import SLOTS
+    ok_all = True
+    for H in (16, 8):
+        g = torch.Generator(device=dev).manual_seed(40 + H)
+        idx = torch.randint(0, SLOTS, (T, topk), device=dev, generator=g, dtype=torch.int32)
+        idx[idx % 5 == 0] = -1
+        tlen = torch.randint(0, topk + 1, (T,), device=dev, generator=g, dtype=torch.int32)
+        tlen[:3] = torch.tensor([0, topk, 77], device=dev, dtype=torch.int32)
+        tlen[3:8] = torch.randint(1, 64, (5,), device=dev, generator=g, dtype=torch.int32)
+        reached = torch.zeros(SLOTS, dtype=torch.bool, device=dev)
+        within = torch.arange(topk, device=dev)[None, :] < tlen[:, None].long()
+        reached[idx[within & (idx >= 0)].long()] = True
+        nan_cache = cache.clone()
+        nan_cache.view(torch.uint8)[~reached] = 0x7F  # e4m3 NaN
+        q = torch.randn(T, H, fmt.d_qk, device=dev, generator=g).bfloat16()
+        sink = torch.randn(H, device=dev, generator=g) * 2
+        sink[0], sink[1] = float("inf"), float("-inf")
+        ref, ref_lse = sparsemla.sparse_mla(q, nan_cache, idx, sm_scale=fmt.d_qk ** -0.5, kv_format="fp8_e4m3",
+                                            backend="torch", topk_length=tlen, attn_sink=sink, return_lse=True, **kw)
+        out = torch.full((T, H, 512), float("nan"), device=dev, dtype=torch.bfloat16)
+        lse = torch.full((T, H), float("nan"), device=dev)
+        launch_fn(q, nan_cache.view(torch.uint8), idx, out, lse, sink, tlen)
+        good, verdict = check_out(out, ref, 0)  # (token 0 has topk_length 0: all zero)
+        fin = torch.isfinite(ref_lse)
+        lse_ok = bool(torch.equal(fin, torch.isfinite(lse))) and bool((lse[~fin] == float("inf")).all())
+        lse_err = float(((lse[fin] - ref_lse[fin]).abs() / ref_lse[fin].abs().clamp_min(1)).max()) if fin.any() else 0
+        good = good and lse_ok and lse_err < 5e-3
+        ok_all &= good
+        print(f"features, H={H}: {verdict}; LSE +inf where the reference's {lse_ok}, rel err {lse_err:.2e} -> "
+              f"{'ok' if good else 'FAIL'}", flush=True)
+    return ok_all
 
 
 def main() -> int:
@@ -567,6 +636,14 @@ def main() -> int:
         q, u8, idx, out, sm_scale, kw["kv_scale"], nst=nst, vt_smem=vt_smem, pipe=pipe, one_bar=one_bar, diag=diag))
         for name, (nst, vt_smem, pipe, one_bar, diag) in KERNELS.items()}
     ok &= check_kernels(kernels, fmt, cache, kw, T, H, topk, dev)
+    ok &= check_features(lambda q, u8_, idx, out, lse, sink, tlen: launch(
+        q, u8_, idx, out, sm_scale, kw["kv_scale"], one_bar=1, diag=32, lse=lse, sink=sink, topk_len=tlen),
+        fmt, cache, kw, dev)
+    lse = torch.empty(T, H, device=dev)
+    sink = torch.randn(H, device=dev)
+    tlen = torch.full((T,), topk, device=dev, dtype=torch.int32)
+    kernels["one-barrier max, P in 16-bit pairs, with LSE, sink, topk_len"] = lambda q, idx, out: launch(
+        q, u8, idx, out, sm_scale, kw["kv_scale"], one_bar=1, diag=32, lse=lse, sink=sink, topk_len=tlen)
     for diag, what in DIAGS.items():
         kernels[f"V^T in registers, {what}"] = lambda q, idx, out, diag=diag: launch(
             q, u8, idx, out, sm_scale, kw["kv_scale"], diag=diag)
