@@ -24,18 +24,21 @@ Variants, each measured (session 42, an H100; benchmarks/results/session42/READM
 - ONE_BAR 1: the max down the keys with one barrier (_head_max: each warp's partials through shared memory, read into
   registers), P's halves in buffers of their own, the stage freed beside the P barrier, the ready and free mbarriers
   in allocations of their own (the compiler fences every shared-memory access off an mbarrier arrive on the same
-  allocation): M's barriers a tile 7 -> 4. The fastest: 101.7-103.0 us on L2 (fp8), 94.0-96.4 (fp8_nope).
-  ONE_BAR 2 (no end-of-tile barrier) and 3 (the lazy max: the running max kept while no score exceeds it by 0.75,
-  one vote and one barrier a tile) gained nothing more.
+  allocation): M's barriers a tile 7 -> 4. ONE_BAR 2 (no end-of-tile barrier) and 3 (the lazy max: the running max
+  kept while no score exceeds it by 0.75, one vote and one barrier a tile) gained nothing more.
+- KPERM (DIAG 32, with ONE_BAR): P.V's keys reordered so each thread's two keys of a head are adjacent bytes of P^T
+  (16-bit stores, not bytes); the operand's loads take the rows in that order at no cost.
+- LSE, a per-head sink, topk_length and fewer than 16 heads (HAS_LSE, HAS_SINK, HAS_TOPK_LEN, num_heads).
 
-Outcome: correct in every form (rel err 1.6-2.7e-3, the same as proto_fp8_raw.py). ONE_BAR 1 at T=256 H=16 on an
-H100: 101.7 us on an L2-resident pool (fp8; fp8_nope 94.0) against the shipped kernel's 116.2 (109.5), and 123-126 us
-on the suite's pool against 142-144 (fp8_nope 104-105 against 123): 1.14-1.18x where the H100's memory bounds. Its SM
-floor is the H200 target's (0.7 of the copy ceiling: 103.4 us; fp8_nope 92.0). Not yet timed on an H200, not in the
-template (it has no LSE, sink, topk_length, split-K or extra cache, and no per-group scales: fp8_ds_mla and model1's
-groups of 128 / 64 dims cut across O^T's m-blocks in this row order).
+Outcome (session 42, calls 2-11 on H100s; benchmarks/results/session42/README.md): correct in every form (rel err
+1.6-2.7e-3 as proto_fp8_raw.py; LSE within 1e-3; NaN in the slots the lists do not reach). ONE_BAR 1 with KPERM at
+T=256 H=16: 93.6 us on an L2-resident pool (fp8; fp8_nope 86.5) against the shipped kernel's 116.2 (110.1), and 126.5
+on the suite's pool against 144.6 (fp8_nope 106.5 against 123.0): 1.14-1.16x where the H100's memory bounds, an SM
+floor 1.24-1.27x lower and under the H200 targets (0.7 of the copy ceiling: 103.4 us; fp8_nope 92.0). With LSE, sink
+and topk_length 98.4 / 86.0. Not yet timed on an H200; not in the template (no split-K or extra cache here, and no
+per-group scales: fp8_ds_mla and model1's groups of 128 / 64 dims cut across O^T's m-blocks in this row order).
 
-Scope: fp8_e4m3, d_qk 576 or 512 (--format fp8 or fp8_nope), 16 heads, one split, no sink, LSE or topk_length.
+Scope: fp8_e4m3, d_qk 576 or 512 (--format fp8 or fp8_nope), up to 16 heads, one split, a flat cache.
   python3 benchmarks/calls/proto_fp8_rega.py            (GPU: correctness, timing beside proto_fp8_raw's, the shipped)
   python3 benchmarks/calls/proto_fp8_rega.py --compile  (no GPU: compile for sm_90a, print registers / spills / smem)
 """
