@@ -94,6 +94,19 @@ def extra_splits(spec: KernelSpec, config) -> int:
     return max(1, -(-spec.extra_topk // chunk))
 
 
+def raw_problem(kernel) -> str:
+    """What a GluonKernel with raw=True lacks for the raw-row kernel ("" if it runs)."""
+    if kernel.spec.kv_format != "fp8_e4m3":
+        return "kv_format 'fp8_e4m3' (the raw rows are e4m3 with one per-tensor scale)"
+    if kernel.block_h != 16:
+        return "block_h 16 (its heads are wgmma's N)"
+    if kernel.spec.extra_topk:
+        return "no extra cache"
+    if kernel.persistent or kernel.staged_out or kernel.tail_split or kernel.parts_bf16 or kernel.profile:
+        return "none of persistent, staged_out, tail_split, parts_bf16, profile"
+    return ""
+
+
 def gluon_launch_options(gmod) -> dict:
     """A rendered Gluon module's launch options: its warps, its register limit where it sets one, and launch_pdl
     where it waits for the stream's previous kernel (GluonKernel.pdl_wait)."""
@@ -184,12 +197,24 @@ class GluonKernel:
     # A diagnostic build: clock stamps at phase boundaries into an extra ``prof`` kernel argument
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
-    template = "sparse_mla_gluon.py.jinja"
+    # The raw-row narrow kernel (templates/sparse_mla_gluon_raw.py.jinja, session 42): an fp8_e4m3 cache, 16 heads a
+    # program, no split-K, no extra cache. G gathers the e4m3 rows as stored by cp.async; both products run on e4m3
+    # operands, V^T as wgmma's A straight from registers. Its tiling is its own (two 36 KB stages, two programs an SM),
+    # so the config's warps and stages do not apply. The runtime's rule (runtime/triton_backend.raw_for) picks it.
+    raw: bool = False
+
+    @property
+    def template(self) -> str:
+        return "sparse_mla_gluon_raw.py.jinja" if self.raw else "sparse_mla_gluon.py.jinja"
 
     def __post_init__(self):
         why = unsupported(self.spec)
         if why:
             raise ValueError(f"no Gluon kernel for {self.spec.key}: {why}")
+        if self.raw:
+            why = raw_problem(self)
+            if why:
+                raise ValueError(f"no raw Gluon kernel for {self.spec.key} ({self.key}): expected {why}")
         if self.q_by_compute is None:
             object.__setattr__(self, "q_by_compute", self.spec.kv_format != "auto" or self.narrow)
         if self.q_async is None:
@@ -238,9 +263,10 @@ class GluonKernel:
 
     @classmethod
     def for_config(cls, spec: KernelSpec, config, persistent: bool = False, staged_out: bool = False,
-                   tail_split: bool = False, pdl_wait: bool = False, parts_bf16: bool = False) -> "GluonKernel":
+                   tail_split: bool = False, pdl_wait: bool = False, parts_bf16: bool = False,
+                   raw: bool = False) -> "GluonKernel":
         return cls(spec, config.block_h, config_loaders(config), config.num_stages, persistent=persistent,
-                   staged_out=staged_out, tail_split=tail_split, pdl_wait=pdl_wait, parts_bf16=parts_bf16)
+                   staged_out=staged_out, tail_split=tail_split, pdl_wait=pdl_wait, parts_bf16=parts_bf16, raw=raw)
 
     @property
     def narrow(self) -> bool:
@@ -249,6 +275,8 @@ class GluonKernel:
     @property
     def _variant(self) -> list[str]:
         """What sets this variant apart, as name parts (after the spec's key and "gluon")."""
+        if self.raw:  # (its tiling is its own: only the launch's PDL wait sets its variants apart)
+            return ["h16", "raw"] + (["pw"] if self.pdl_wait else [])
         parts = []
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
@@ -267,6 +295,8 @@ class GluonKernel:
         return "_".join([self.spec.module_name + "_gluon"] + self._variant)
 
     def template_context(self) -> dict:
+        if self.raw:
+            return dict(kspec=self.spec, pdl_wait=self.pdl_wait)
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], x=self.spec.extra_topk > 0, narrow=self.narrow,
                     block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,

@@ -76,6 +76,10 @@ _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
 # SPARSEMLA_PARTS_BF16=0: the Gluon kernels' split-K partials stay float32; by default they are bfloat16
 # (``parts_bf16_for``), which adds about a third to the output's relative error (1.7e-3 -> 2.3e-3 on the H200).
 _PARTS_BF16 = os.environ.get("SPARSEMLA_PARTS_BF16", "1") != "0"
+# SPARSEMLA_RAW_FP8=0: the narrow Gluon kernel with an fp8_e4m3 cache always dequantizes (group C); by default, with
+# 16 heads a program, one split and no extra cache, it runs as the raw-row kernel (``raw_for``, GluonKernel.raw;
+# session 42, on an H100: benchmarks/results/session42/README.md).
+_RAW_FP8 = os.environ.get("SPARSEMLA_RAW_FP8", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
 last_compiled = None
@@ -395,6 +399,13 @@ def _tail(spec: KernelSpec, config: Config, num_tokens: int, sms: int, persisten
     return tail_split_for(num_tokens, -(-spec.num_heads // config.block_h), _tiles(spec, config), sms)
 
 
+def raw_for(spec: KernelSpec, config: Config, splits: int) -> bool:
+    """Whether a Gluon ``config`` launched with ``splits`` splits (extra ones included) runs as the raw-row kernel
+    (GluonKernel.raw): an fp8_e4m3 cache without an extra one, 16 heads a program, one split."""
+    return (_RAW_FP8 and config.gluon and config.block_h == 16 and spec.kv_format == "fp8_e4m3" and splits == 1
+            and not spec.extra_topk)
+
+
 def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict:
     """The GluonKernel fields beyond ``GluonKernel.for_config``'s that the runtime sets for a Gluon ``config``
     running ``units`` (token, head block, split) on a GPU of ``sms`` SMs, those that are on (the launch below
@@ -407,7 +418,8 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     parts_bf16 = parts_bf16_for(config, units // (head_blocks * config.num_splits), spec.num_heads)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
                                         ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon),
-                                        ("parts_bf16", parts_bf16)) if on}
+                                        ("parts_bf16", parts_bf16), ("raw", raw_for(spec, config, config.num_splits)))
+            if on}
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -567,7 +579,8 @@ class TritonLaunch:
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
                                                       tail_split=bool(tail), pdl_wait=_PDL_WAIT,
-                                                      parts_bf16=self.parts_bf16))
+                                                      parts_bf16=self.parts_bf16,
+                                                      raw=not split_k and raw_for(spec, config, S)))
             programs = min(grid, sms) if persistent else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
                                dict(SPLIT_K=split_k, PDL=pdl, FUSED=S if fused else 0,

@@ -415,3 +415,39 @@ def test_sass_loops_reports_innermost_loop_bodies():
              line(0x0150, "NOP"), line(0x0160, "BRA 0x150"), line(0x0170, "EXIT")]
     loops = sass_loops("\n".join(body), min_instructions=10)
     assert loops == [(0x20, 0x120, {"HADD2": 8, "F2FP": 8, "BRA": 1})]
+
+
+_RAW_SCRIPT = """
+import json
+from sparsemla.gen.compile_check import _ptxas_resources, compile_kernel, sass_opcode_counts
+from sparsemla.gen.spec import Config, KernelSpec
+out = {}
+for d, h, page, sink in ((576, 16, 1, False), (512, 16, 1, False), (576, 32, 16, True), (512, 8, 64, True)):
+    spec = KernelSpec(kv_format="fp8_e4m3", d_qk=d, num_heads=h, page_size=page, arch="sm90", has_sink=sink,
+                      return_lse=sink)
+    k = compile_kernel(spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90", raw=True, pdl_wait=True)
+    counts = sass_opcode_counts(k.asm["cubin"], ("QGMMA", "HGMMA", "LDGSTS", "LDS", "PRMT"))
+    out[spec.key] = dict(counts, shared=k.metadata.shared, spills=_ptxas_resources(k.asm["ptx"], "sm90")[1])
+print(json.dumps(out))
+"""
+
+
+def test_the_raw_fp8_kernel_compiles_fits_and_computes_on_e4m3():
+    # GluonKernel.raw (templates/sparse_mla_gluon_raw.py.jinja, session 42): with rope or without, paged or not, with a
+    # sink and LSE or not, it builds for sm_90a with two programs' shared memory an SM, both products on e4m3 wgmmas
+    # (18 or 16 for S^T against Q's two halves, 32 for P.V from registers) and none on bf16, the rows by cp.async
+    # (18 or 16 16-byte copies a thread a tile), V^T's operand by byte permutes; no spills on Triton 3.6 (the H200's).
+    import json
+    import os
+    import subprocess
+    import sys
+    import triton
+    res = subprocess.run([sys.executable, "-c", _RAW_SCRIPT], env=dict(os.environ, TRITON_INTERPRET="0"),
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    for key, c in json.loads(res.stdout.strip().splitlines()[-1]).items():
+        rope = "qk576" in key
+        assert c["QGMMA"] == (18 if rope else 16) + 32 and c["HGMMA"] == 0, (key, c)
+        assert c["LDGSTS"] == (18 if rope else 16), (key, c)
+        assert c["PRMT"] >= 128 and c["shared"] <= 227 * 1024 // 2, (key, c)
+        assert c["spills"] <= (0 if triton.__version__.startswith("3.6") else 32), (key, c)

@@ -1,0 +1,101 @@
+"""GluonKernel.raw through the runtime (session 42): the same narrow Gluon config with an fp8_e4m3 cache, one split
+and 16 heads a program, run as the raw-row kernel (runtime/triton_backend.raw_for, SPARSEMLA_RAW_FP8's default) and
+as the dequantizing one, in one process, alternating: CUDA-graph times on the suite's slot pool and on one that stays
+in L2, and both outputs against the PyTorch reference. The rows: T=128 and 256 with 16 heads (the tuned tables' one-
+split entries; each config as the H200 table holds it, or block_h 16 / one split / one stage where it holds another),
+T=256 with 32 heads (two 16-head programs a token).
+  python3 benchmarks/calls/raw_rows.py [--tokens 128,256]
+"""
+import argparse
+import sys
+
+import torch
+
+import sparsemla
+import sparsemla.runtime.triton_backend as tb
+from sparsemla.bench import FORMATS, graph_time_us, make_cache
+from sparsemla.gen.spec import Config
+from sparsemla.gen.suite import SLOTS
+
+
+def table_config(fmt, T, H) -> Config:
+    """The H200 table's config for the row if it is a 16-head one-split Gluon one, else block_h 16, one split, one
+    stage (two programs an SM, as the table's T=256 entries)."""
+    import json
+    import os
+    import sparsemla.tuned
+    from sparsemla.gen.spec import KernelSpec
+    path = os.path.join(os.path.dirname(sparsemla.tuned.__file__), "NVIDIA_H200", "sparse_mla.json")
+    spec = KernelSpec(kv_format="fp8_e4m3", d_qk=fmt.d_qk, num_heads=H, arch="sm90")
+    entry = json.load(open(path))["entries"].get(spec.key, {}).get(str(T))
+    if entry:
+        cfg = Config.from_dict(entry["config"])
+        if cfg.gluon and cfg.block_h == 16 and cfg.num_splits == 1:
+            return cfg
+    return Config(16, 64, 1, 8, 1, gluon=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", default="128,256")
+    ap.add_argument("--l2-slots", type=int, default=16384)
+    args = ap.parse_args()
+    dev = torch.device("cuda")
+    rows = [(name, T, 16) for name in ("fp8", "fp8_nope") for T in map(int, args.tokens.split(","))]
+    rows += [(name, 256, 32) for name in ("fp8", "fp8_nope")]
+    ok_all = True
+    out_rows = []
+    caches = {name: make_cache(FORMATS[name], dev) for name in ("fp8", "fp8_nope")}
+    for name, T, H in rows:
+        fmt = FORMATS[name]
+        cache, kw = caches[name]
+        cfg = table_config(fmt, T, H)
+        sm = fmt.d_qk ** -0.5
+
+        def run(q, idx, out, raw):
+            tb._RAW_FP8 = raw
+            return sparsemla.sparse_mla(q, cache, idx, sm_scale=sm, kv_format="fp8_e4m3", out=out, config=cfg, **kw)
+
+        # correctness first: both kernels against the reference, one input set
+        g = torch.Generator(device=dev).manual_seed(T + H)
+        idx = torch.randint(0, SLOTS, (T, 2048), device=dev, generator=g, dtype=torch.int32)
+        idx[idx % 9 == 0] = -1
+        q = torch.randn(T, H, fmt.d_qk, device=dev, generator=g).bfloat16()
+        ref = sparsemla.sparse_mla(q, cache, idx, sm_scale=sm, kv_format="fp8_e4m3", backend="torch", **kw).float()
+        errs = {}
+        for raw in (True, False):
+            sparsemla.release_buffers()  # (each launch rebuilt under the rule it is timed with)
+            out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
+            run(q, idx, out, raw)
+            errs[raw] = ((out.float() - ref).norm() / ref.norm()).item()
+        good = all(e < 8e-3 for e in errs.values())
+        ok_all &= good
+        for pool in (SLOTS, args.l2_slots):
+            sets = []
+            for r in range(4):
+                g = torch.Generator(device=dev).manual_seed(100 + r)
+                sets.append((torch.randn(T, H, fmt.d_qk, device=dev, generator=g).bfloat16(),
+                             torch.randint(0, pool, (T, 2048), device=dev, generator=g, dtype=torch.int32),
+                             torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)))
+            times = {True: [], False: []}
+            for rep in range(4):  # alternating orders
+                for raw in ((True, False) if rep % 2 == 0 else (False, True)):
+                    sparsemla.release_buffers()
+                    times[raw].append(graph_time_us([lambda s=s, raw=raw: run(*s, raw) for s in sets]))
+            t_raw, t_c = sorted(times[True])[2], sorted(times[False])[2]
+            out_rows.append((name, T, H, cfg, pool, t_c, t_raw, errs))
+            print(f"{name} T={T} H={H} pool {pool}: dequantizing {t_c:.1f} us, raw {t_raw:.1f} us "
+                  f"({t_c / t_raw:.3f}x); rel err {errs[False]:.2e} / {errs[True]:.2e} -> {'ok' if good else 'FAIL'}",
+                  flush=True)
+    tb._RAW_FP8 = True
+    print(f"\n{torch.cuda.get_device_name()}\n| format | T | H | config | slot pool | dequantizing (us) | raw (us) | "
+          f"speedup | rel err (deq / raw) |\n|---|---|---|---|---|---|---|---|---|")
+    for name, T, H, cfg, pool, t_c, t_raw, errs in out_rows:
+        print(f"| {name} | {T} | {H} | h{cfg.block_h} s{cfg.num_splits} w{cfg.num_warps} st{cfg.num_stages} | {pool} | "
+              f"{t_c:.1f} | {t_raw:.1f} | {t_c / t_raw:.3f} | {errs[False]:.2e} / {errs[True]:.2e} |")
+    print("correctness:", "ok" if ok_all else "FAIL")
+    return 0 if ok_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
