@@ -13,6 +13,7 @@ import torch
 
 import sparsemla
 import sparsemla.runtime.triton_backend as tb
+from sparsemla.runtime import release_buffers
 from sparsemla.bench import FORMATS, graph_time_us, make_cache
 from sparsemla.gen.spec import Config
 from sparsemla.gen.suite import SLOTS
@@ -64,7 +65,7 @@ def main() -> int:
         ref = sparsemla.sparse_mla(q, cache, idx, sm_scale=sm, kv_format="fp8_e4m3", backend="torch", **kw).float()
         errs = {}
         for raw in (True, False):
-            sparsemla.release_buffers()  # (each launch rebuilt under the rule it is timed with)
+            release_buffers()  # (each launch rebuilt under the rule it is timed with)
             out = torch.empty(T, H, 512, device=dev, dtype=torch.bfloat16)
             run(q, idx, out, raw)
             errs[raw] = ((out.float() - ref).norm() / ref.norm()).item()
@@ -80,7 +81,7 @@ def main() -> int:
             times = {True: [], False: []}
             for rep in range(4):  # alternating orders
                 for raw in ((True, False) if rep % 2 == 0 else (False, True)):
-                    sparsemla.release_buffers()
+                    release_buffers()
                     times[raw].append(graph_time_us([lambda s=s, raw=raw: run(*s, raw) for s in sets]))
             t_raw, t_c = sorted(times[True])[2], sorted(times[False])[2]
             out_rows.append((name, T, H, cfg, pool, t_c, t_raw, errs))
