@@ -50,8 +50,9 @@ def template_hash(name: str) -> str:
 # Compile options every generated kernel gets, whatever Triton's defaults: FMA contraction, as every kernel was
 # measured and tuned with (Triton up to 3.9 contracts by default and warns that 3.10 will not).
 COMPILE_OPTIONS = {"enable_fp_fusion": True}
-# The templates the attention configs of a tuned table run: the Triton kernel's and the Gluon one's.
-ATTENTION_TEMPLATES = ("sparse_mla.py.jinja", "sparse_mla_gluon.py.jinja")
+# The templates the attention configs of a tuned table run: the Triton kernel's, the Gluon ones' (the raw-row kernel's
+# by the runtime's rule, runtime/triton_backend.raw_for).
+ATTENTION_TEMPLATES = ("sparse_mla.py.jinja", "sparse_mla_gluon.py.jinja", "sparse_mla_gluon_raw.py.jinja")
 
 
 def attention_template_hash() -> str:

@@ -35,8 +35,9 @@ Outcome (session 42, calls 2-11 on H100s; benchmarks/results/session42/README.md
 T=256 H=16: 93.6 us on an L2-resident pool (fp8; fp8_nope 86.5) against the shipped kernel's 116.2 (110.1), and 126.5
 on the suite's pool against 144.6 (fp8_nope 106.5 against 123.0): 1.14-1.16x where the H100's memory bounds, an SM
 floor 1.24-1.27x lower and under the H200 targets (0.7 of the copy ceiling: 103.4 us; fp8_nope 92.0). With LSE, sink
-and topk_length 98.4 / 86.0. Not yet timed on an H200; not in the template (no split-K or extra cache here, and no
-per-group scales: fp8_ds_mla and model1's groups of 128 / 64 dims cut across O^T's m-blocks in this row order).
+and topk_length 98.4 / 86.0. Not yet timed on an H200. In the runtime as GluonKernel.raw
+(templates/sparse_mla_gluon_raw.py.jinja: ONE_BAR 1 with KPERM, one split). No per-group scales: fp8_ds_mla and
+model1's groups of 128 / 64 dims cut across O^T's m-blocks in this row order.
 
 Scope: fp8_e4m3, d_qk 576 or 512 (--format fp8 or fp8_nope), up to 16 heads, one split, a flat cache.
   python3 benchmarks/calls/proto_fp8_rega.py            (GPU: correctness, timing beside proto_fp8_raw's, the shipped)
