@@ -1,6 +1,6 @@
 """What the compiler made of every config a tuned table ships: shared memory, registers and spills
-(ptxas -v), wgmma in the PTX, and HGMMA (Hopper's warpgroup MMA), HMMA, LDGSTS (cp.async) and
-STL/LDL (spill stores/loads) in the SASS. No GPU needed: each config is compiled for the table's
+(ptxas -v), wgmma in the PTX, and HGMMA / QGMMA (Hopper's warpgroup MMA on 16- / 8-bit operands), HMMA,
+LDGSTS (cp.async) and STL/LDL (spill stores/loads) in the SASS. No GPU needed: each config is compiled for the table's
 arch with Triton's GPU pipeline. Run it with the Triton the table was measured with (the H200
 table: Triton 3.6), since another Triton compiles other code.
 
@@ -20,7 +20,7 @@ from tuned_report import label  # benchmarks/ is the script's folder, so on sys.
 from sparsemla.gen.compile_check import _ptxas_resources, compile_kernel, sass_opcode_counts
 from sparsemla.gen.spec import Config, KernelSpec, config_label
 
-OPCODES = ("HGMMA", "HMMA", "LDGSTS", "STL", "LDL")
+OPCODES = ("HGMMA", "QGMMA", "HMMA", "LDGSTS", "STL", "LDL")
 
 
 def resources(job: tuple[str, dict, str, dict]) -> dict:
@@ -69,12 +69,13 @@ def main() -> int:
                    for key, b, e in entries})
     with ProcessPoolExecutor(args.jobs) as pool:
         done = dict(zip(jobs, pool.map(resources, [(k, json.loads(c), arch, json.loads(v)) for k, c, v in jobs])))
-    rows, count = [], dict(hgmma=0, hmma=0, other=0, spilling=0)
+    rows, count = [], dict(hgmma=0, qgmma=0, hmma=0, other=0, spilling=0)
     for key, b, e in entries:
         spec = KernelSpec.from_key(key)
         variant = variants[key, b]
         r = done[(key, json.dumps(e["config"], sort_keys=True), json.dumps(variant, sort_keys=True))]
-        count["hgmma" if r.get("HGMMA") else "hmma" if r.get("HMMA") else "other"] += 1
+        count["hgmma" if r.get("HGMMA") else "qgmma" if r.get("QGMMA") else "hmma" if r.get("HMMA") else
+              "other"] += 1
         count["spilling"] += r.get("spills", 0) > 0
         cells = ([r["error"]] + [""] * 8 if "error" in r else
                  [f"{r['shared'] / 1024:.0f}", str(r["regs"]), str(r["spills"]), str(r["wgmma"]),
@@ -89,12 +90,14 @@ def main() -> int:
           f"{triton.__version__} (the table: Triton {table['provenance'].get('triton')}, template "
           f"{table['provenance'].get('template_hash')}); `benchmarks/compile_report.py`. shared: KB per "
           f"block; regs and spills (bytes) from `ptxas -v`; wgmma: `wgmma.mma_async` in the PTX; the "
-          f"rest are SASS opcodes: HGMMA (warpgroup MMA), HMMA (per-warp MMA), LDGSTS (cp.async), STL / "
+          f"rest are SASS opcodes: HGMMA / QGMMA (warpgroup MMA on 16- / 8-bit operands), HMMA (per-warp MMA), "
+          f"LDGSTS (cp.async), STL / "
           f"LDL (spill stores and loads). variant: the Gluon kernel's variant the runtime runs for the entry's "
           f"bucket on {args.sms} SMs (persistent, staged_out: runtime/triton_backend.gluon_fields; pdl, fused: the "
           f"launch's constexprs, runtime/triton_backend.launch_constexprs). backend: what the table "
           f"dispatches to (a flashinfer entry keeps its Triton config for other callers).\n\n"
-          f"Entries whose kernel runs on HGMMA: {count['hgmma']}; on HMMA: {count['hmma']} (the Triton "
+          f"Entries whose kernel runs on HGMMA: {count['hgmma']}; on QGMMA alone: {count['qgmma']} (the raw "
+          f"fp8_e4m3 kernel, GluonKernel.raw); on HMMA: {count['hmma']} (the Triton "
           f"kernel with block_h < 64: wgmma takes 64 rows per warp group, and heads are not padded to 64; "
           f"the narrow Gluon kernel puts them in wgmma's N); neither or not built: "
           f"{count['other']}. Entries that spill: {count['spilling']}.\n")
