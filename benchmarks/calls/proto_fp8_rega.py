@@ -22,9 +22,9 @@ Variants, each measured (session 42, an H100; benchmarks/results/session42/READM
   64-byte rows: no bank conflicts) and P.V reads it from shared memory. Slower (130 us on L2).
 - PIPE: P.V of tile j left in flight while tile j + 1's S^T is issued. Slower (129).
 - ONE_BAR 1: the max down the keys with one barrier (_head_max: each warp's partials through shared memory, read into
-  registers), P's halves in buffers of their own, the stage freed beside the P barrier, the ready and free mbarriers
-  in allocations of their own (the compiler fences every shared-memory access off an mbarrier arrive on the same
-  allocation): M's barriers a tile 7 -> 4. ONE_BAR 2 (no end-of-tile barrier) and 3 (the lazy max: the running max
+  registers), P's halves in buffers of their own (in one buffer Triton's barrier analysis put a barrier between their
+  stores), the stage freed beside the P barrier (the analysis puts one before an mbarrier arrive that follows
+  shared-memory stores): M's barriers a tile 7 -> 4. ONE_BAR 2 (no end-of-tile barrier) and 3 (the lazy max: the running max
   kept while no score exceeds it by 0.75, one vote and one barrier a tile) gained nothing more.
 - KPERM (DIAG 32, with ONE_BAR): P.V's keys reordered so each thread's two keys of a head are adjacent bytes of P^T
   (16-bit stores, not bytes); the operand's loads take the rows in that order at no cost.
@@ -459,8 +459,7 @@ def proto_fp8_rega(q, stride_qt, stride_qh, kv, stride_row, num_slots, idx, stri
     flags = gl.allocate_shared_memory(gl.int32, [4, 32], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
     p_hi8 = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_H, BLOCK_N], SW64)
     p_lo8 = gl.allocate_shared_memory(gl.float8e4nv, [1, BLOCK_H, BLOCK_N], SW64)
-    # (two allocations: the compiler puts a barrier between accesses to one, so M's arrive on free would be fenced
-    # off from its waits on ready)
+    # (ready and free as two allocations: tried for the barrier before M's arrive, which stayed; harmless)
     ready = gl.allocate_shared_memory(gl.int64, [NST, 1], mbarrier.MBarrierLayout())
     free = gl.allocate_shared_memory(gl.int64, [NST, 1], mbarrier.MBarrierLayout())
     for b in gl.static_range(NST):
