@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Prepared in session 42. Any sm90 card: GluonKernel.raw with split-K (its partials in float32 for the combine kernel;
+# the runtime's rule now takes every 16-head Gluon config with an fp8_e4m3 cache). gpu_correctness.py's narrow and
+# empty-split Gluon cases for the fp8_e4m3 formats, then raw_rows.py at the split-K rows (T=1, 16, 64 with 16 heads,
+# the H200 table's configs: 32, 8 and 2 splits) against the dequantizing kernel.
+#   bash benchmarks/calls/h200_call_s42f.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
+set -u
+export PYTHONUNBUFFERED=1
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
+for cases in narrow empty; do
+  timeout 150 python3 benchmarks/gpu_correctness.py fp8_576 fp8_nope512 $cases > "$OUT/gpu_correctness_$cases.log" 2>&1
+  echo "== gpu_correctness fp8 $cases rc=$?"; grep -c " ok$" "$OUT/gpu_correctness_$cases.log"
+  grep -i "fail\|error" "$OUT/gpu_correctness_$cases.log" | head -12
+done
+timeout 110 python3 benchmarks/calls/raw_rows.py --tokens 1,16,64 --no-h32 > "$OUT/raw_rows_splits.log" 2>&1
+echo "== raw_rows rc=$?"; grep "^|\|correct\|Error\|error" "$OUT/raw_rows_splits.log" | tail -16
