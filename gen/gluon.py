@@ -198,10 +198,9 @@ class GluonKernel:
     # (benchmarks/calls/gluon_timeline.py; the runtime never renders it)
     profile: bool = False
     # The raw-row narrow kernel (templates/sparse_mla_gluon_raw.py.jinja, session 42): an fp8_e4m3 cache, 16 heads a
-    # program, no extra cache; split-K partials in float32. G gathers the e4m3 rows as stored by cp.async; both
-    # products run on e4m3 operands, V^T as wgmma's A straight from registers. Its tiling is its own (two 36 KB stages,
-    # two programs an SM), so the config's warps and stages do not apply. The runtime's rule
-    # (runtime/triton_backend.raw_for) picks it.
+    # program, no split-K, no extra cache. G gathers the e4m3 rows as stored by cp.async; both products run on e4m3
+    # operands, V^T as wgmma's A straight from registers. Its tiling is its own (two 36 KB stages, two programs an SM),
+    # so the config's warps and stages do not apply. The runtime's rule (runtime/triton_backend.raw_for) picks it.
     raw: bool = False
 
     @property

@@ -77,8 +77,8 @@ _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
 # (``parts_bf16_for``), which adds about a third to the output's relative error (1.7e-3 -> 2.3e-3 on the H200).
 _PARTS_BF16 = os.environ.get("SPARSEMLA_PARTS_BF16", "1") != "0"
 # SPARSEMLA_RAW_FP8=0: the narrow Gluon kernel with an fp8_e4m3 cache always dequantizes (group C); by default, with
-# 16 heads a program and no extra cache, it runs as the raw-row kernel (``raw_for``, GluonKernel.raw; session 42, on an
-# H100: benchmarks/results/session42/README.md), whose split-K partials stay float32.
+# 16 heads a program, one split and no extra cache, it runs as the raw-row kernel (``raw_for``, GluonKernel.raw;
+# session 42, on an H100: benchmarks/results/session42/README.md).
 _RAW_FP8 = os.environ.get("SPARSEMLA_RAW_FP8", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
@@ -399,10 +399,11 @@ def _tail(spec: KernelSpec, config: Config, num_tokens: int, sms: int, persisten
     return tail_split_for(num_tokens, -(-spec.num_heads // config.block_h), _tiles(spec, config), sms)
 
 
-def raw_for(spec: KernelSpec, config: Config) -> bool:
-    """Whether a Gluon ``config`` runs as the raw-row kernel (GluonKernel.raw): an fp8_e4m3 cache without an extra
-    one, 16 heads a program."""
-    return _RAW_FP8 and config.gluon and config.block_h == 16 and spec.kv_format == "fp8_e4m3" and not spec.extra_topk
+def raw_for(spec: KernelSpec, config: Config, splits: int) -> bool:
+    """Whether a Gluon ``config`` launched with ``splits`` splits (extra ones included) runs as the raw-row kernel
+    (GluonKernel.raw): an fp8_e4m3 cache without an extra one, 16 heads a program, one split."""
+    return (_RAW_FP8 and config.gluon and config.block_h == 16 and spec.kv_format == "fp8_e4m3" and splits == 1
+            and not spec.extra_topk)
 
 
 def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict:
@@ -414,11 +415,11 @@ def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict
     staged_out = _staged_out(config, persistent)
     head_blocks = -(-spec.num_heads // config.block_h)
     tail = _tail(spec, config, units // head_blocks, sms, persistent, staged_out)
-    raw = raw_for(spec, config)
-    parts_bf16 = not raw and parts_bf16_for(config, units // (head_blocks * config.num_splits), spec.num_heads)
+    parts_bf16 = parts_bf16_for(config, units // (head_blocks * config.num_splits), spec.num_heads)
     return {name: True for name, on in (("persistent", persistent), ("staged_out", staged_out),
                                         ("tail_split", bool(tail)), ("pdl_wait", _PDL_WAIT and config.gluon),
-                                        ("parts_bf16", parts_bf16), ("raw", raw)) if on}
+                                        ("parts_bf16", parts_bf16), ("raw", raw_for(spec, config, config.num_splits)))
+            if on}
 
 
 def _allow_dynamic_shared(function: int, nbytes: int) -> None:
@@ -555,8 +556,7 @@ class TritonLaunch:
         combine_grid = parts_t * H * (spec.d_v // block_dv)
         pdl = merged and not fused and _pdl(config, grid, combine_grid, q.device)
         self.fused = fused
-        raw = not x_splits and partials_at is None and raw_for(spec, config)
-        self.parts_bf16 = merged and not x_splits and not raw and parts_bf16_for(config, T, H)
+        self.parts_bf16 = merged and not x_splits and parts_bf16_for(config, T, H)
         # The workspace: o_part (split-K, tail split), lse_part (the same; its place also locates the
         # P_EXCHANGE scratch, which the kernel finds after it, 128-byte aligned); an unused
         # part's argument is q (never read).
@@ -579,7 +579,8 @@ class TritonLaunch:
                                  "not under TRITON_INTERPRET")
             gmod = load_module(GluonKernel.for_config(spec, config, persistent=persistent, staged_out=staged_out,
                                                       tail_split=bool(tail), pdl_wait=_PDL_WAIT,
-                                                      parts_bf16=self.parts_bf16, raw=raw))
+                                                      parts_bf16=self.parts_bf16,
+                                                      raw=not split_k and raw_for(spec, config, S)))
             programs = min(grid, sms) if persistent else grid
             self.fwd = _Kernel(gmod.sparse_mla_fwd_gluon, (programs,), fwd,
                                dict(SPLIT_K=split_k, PDL=pdl, FUSED=S if fused else 0,

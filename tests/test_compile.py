@@ -422,25 +422,21 @@ import json
 from sparsemla.gen.compile_check import _ptxas_resources, compile_kernel, sass_opcode_counts
 from sparsemla.gen.spec import Config, KernelSpec
 out = {}
-for d, h, page, sink, splits in ((576, 16, 1, False, 1), (512, 16, 1, False, 1), (576, 32, 16, True, 1),
-                                 (512, 8, 64, True, 1), (576, 16, 1, True, 8), (512, 16, 1, False, 4)):
+for d, h, page, sink in ((576, 16, 1, False), (512, 16, 1, False), (576, 32, 16, True), (512, 8, 64, True)):
     spec = KernelSpec(kv_format="fp8_e4m3", d_qk=d, num_heads=h, page_size=page, arch="sm90", has_sink=sink,
                       return_lse=sink)
-    k = compile_kernel(spec, Config(16, 64, splits, 8, 2, gluon=True), "sm90", raw=True, pdl_wait=True,
-                       pdl=splits > 1)
+    k = compile_kernel(spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90", raw=True, pdl_wait=True)
     counts = sass_opcode_counts(k.asm["cubin"], ("QGMMA", "HGMMA", "LDGSTS", "LDS", "PRMT"))
-    out[f"{spec.key} s{splits}"] = dict(counts, shared=k.metadata.shared,
-                                        spills=_ptxas_resources(k.asm["ptx"], "sm90")[1])
+    out[spec.key] = dict(counts, shared=k.metadata.shared, spills=_ptxas_resources(k.asm["ptx"], "sm90")[1])
 print(json.dumps(out))
 """
 
 
 def test_the_raw_fp8_kernel_compiles_fits_and_computes_on_e4m3():
     # GluonKernel.raw (templates/sparse_mla_gluon_raw.py.jinja, session 42): with rope or without, paged or not, with a
-    # sink and LSE or not, split-K or not, it builds for sm_90a with two programs' shared memory an SM, both products
-    # on e4m3 wgmmas (18 or 16 for S^T against Q's two halves, 32 for P.V from registers) and none on bf16, the rows by
-    # cp.async (18 or 16 16-byte copies a thread a tile), V^T's operand by byte permutes; no spills on Triton 3.6 (the
-    # H200's).
+    # sink and LSE or not, it builds for sm_90a with two programs' shared memory an SM, both products on e4m3 wgmmas
+    # (18 or 16 for S^T against Q's two halves, 32 for P.V from registers) and none on bf16, the rows by cp.async
+    # (18 or 16 16-byte copies a thread a tile), V^T's operand by byte permutes; no spills on Triton 3.6 (the H200's).
     import json
     import os
     import subprocess

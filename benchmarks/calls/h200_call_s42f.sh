@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in session 42. Any sm90 card: GluonKernel.raw with split-K (its partials in float32 for the combine kernel;
-# the runtime's rule now takes every 16-head Gluon config with an fp8_e4m3 cache). gpu_correctness.py's narrow and
+# Prepared in session 42 and run as its call 15 at commit 621f5db, which it needs (GluonKernel.raw with split-K, its
+# partials in float32 for the combine kernel, and the runtime's rule taking every 16-head Gluon config with an fp8_e4m3
+# cache: correct, slower at T <= 64, measured and removed). gpu_correctness.py's narrow and
 # empty-split Gluon cases for the fp8_e4m3 formats, then raw_rows.py at the split-K rows (T=1, 16, 64 with 16 heads,
 # the H200 table's configs: 32, 8 and 2 splits) against the dequantizing kernel.
 #   bash benchmarks/calls/h200_call_s42f.sh   (after: source .whl/prelude.sh && python3 -m pip install .)

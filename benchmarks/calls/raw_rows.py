@@ -2,8 +2,10 @@
 a program, run as the raw-row kernel (runtime/triton_backend.raw_for, SPARSEMLA_RAW_FP8's default) and as the
 dequantizing one, in one process, alternating: CUDA-graph times on the suite's slot pool and on one that stays in L2,
 and both outputs against the PyTorch reference. The rows: --tokens with 16 heads (each config as the H200 table holds
-it where that is a 16-head Gluon one: one split at T >= 128, 2-32 splits below; else block_h 16, one split, one
-stage), and T=256 with 32 heads (two 16-head programs a token) unless --no-h32.
+it where that is a 16-head Gluon one: one split at T >= 128; else block_h 16, one split, one stage), and T=256 with 32
+heads (two 16-head programs a token) unless --no-h32. Below T=128 the table's entries split 2-32 ways, which the raw
+kernel took only at commit 621f5db (session 42's call 15: slower there, 0.50-1.00x; measured and removed): at
+HEAD those rows run the dequantizing kernel both times.
   python3 benchmarks/calls/raw_rows.py [--tokens 128,256] [--no-h32]
 """
 import argparse
