@@ -9,6 +9,19 @@ FORMATS = [("auto", 576, 1), ("auto", 512, 1), ("fp8_e4m3", 576, 1), ("fp8_ds_ml
            ("model1", 512, 64)]
 
 
+def _compiled_json(script: str, timeout: int = 900):
+    """What ``script`` (compiling with Triton's GPU pipeline, so in a child process with the interpreter off)
+    prints as JSON on its last line."""
+    import json
+    import os
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, TRITON_INTERPRET="0"),
+                         capture_output=True, text=True, timeout=timeout)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def _jobs():
     jobs = []
     for arch in ARCHS:
@@ -293,14 +306,7 @@ def test_the_gluon_kernel_compiles_fits_and_specializes_its_warps():
         # wide kernel spills 4-28 B on 3.6 and 48 B on 3.8.0)
         limit = 160 if r.config.num_stages == 1 else 0 if "auto" in r.spec_key else 64 if "-x" in r.spec_key else 32
         assert r.ok and r.fits and r.spill_bytes <= limit, r.line()
-    import json
-    import os
-    import subprocess
-    import sys
-    res = subprocess.run([sys.executable, "-c", _GLUON_SASS_SCRIPT], env=dict(os.environ, TRITON_INTERPRET="0"),
-                         capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-2000:]
-    result = json.loads(res.stdout.strip().splitlines()[-1])
+    result = _compiled_json(_GLUON_SASS_SCRIPT)
     counts, pdl = result["kernels"], result["pdl"]
     # PDL: one launch_dependents at the Gluon kernel's start, a wait before the combine reads partials
     assert pdl["fwd True"] >= 1 and pdl["combine True"] >= 1, pdl
@@ -389,14 +395,7 @@ print(json.dumps(out))
 def test_the_two_launch_merge_compiles():
     # runtime/triton_backend.PartsLaunch's merge of the main and the extra cache's partials, for the GPUs
     # (the CPU tests run it in the interpreter, tests/test_attention.py)
-    import json
-    import os
-    import subprocess
-    import sys
-    res = subprocess.run([sys.executable, "-c", _PARTS_SCRIPT], env=dict(os.environ, TRITON_INTERPRET="0"),
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
-    for arch, (regs, spills) in json.loads(res.stdout.strip().splitlines()[-1]).items():
+    for arch, (regs, spills) in _compiled_json(_PARTS_SCRIPT, timeout=600).items():
         assert regs > 0 and spills == 0, (arch, regs, spills)
 
 
@@ -437,15 +436,8 @@ def test_the_raw_fp8_kernel_compiles_fits_and_computes_on_e4m3():
     # sink and LSE or not, it builds for sm_90a with two programs' shared memory an SM, both products on e4m3 wgmmas
     # (18 or 16 for S^T against Q's two halves, 32 for P.V from registers) and none on bf16, the rows by cp.async
     # (18 or 16 16-byte copies a thread a tile), V^T's operand by byte permutes; no spills on Triton 3.6 (the H200's).
-    import json
-    import os
-    import subprocess
-    import sys
     import triton
-    res = subprocess.run([sys.executable, "-c", _RAW_SCRIPT], env=dict(os.environ, TRITON_INTERPRET="0"),
-                         capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-2000:]
-    for key, c in json.loads(res.stdout.strip().splitlines()[-1]).items():
+    for key, c in _compiled_json(_RAW_SCRIPT).items():
         rope = "qk576" in key
         assert c["QGMMA"] == (18 if rope else 16) + 32 and c["HGMMA"] == 0, (key, c)
         assert c["LDGSTS"] == (18 if rope else 16), (key, c)

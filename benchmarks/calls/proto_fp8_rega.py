@@ -601,7 +601,7 @@ def main() -> int:
     ap.add_argument("--plain-only", action="store_true", help="one plain launch only (e.g. under compute-sanitizer)")
     ap.add_argument("--vt-smem", action="store_true", help="with --plain-only: V^T stored over K")
     ap.add_argument("--pipe", action="store_true", help="with --plain-only: P.V left in flight (PIPE)")
-    ap.add_argument("--one-bar", type=int, default=0, help="with --plain-only: ONE_BAR (1 or 2)")
+    ap.add_argument("--one-bar", type=int, default=0, help="with --plain-only: ONE_BAR (1, 2 or 3)")
     ap.add_argument("--diag", type=int, default=0, help="with --plain-only: DIAG bits")
     ap.add_argument("--plain-slots", type=int, default=0, help="with --plain-only: the slot pool (0: the suite's)")
     args = ap.parse_args()

@@ -24,19 +24,13 @@ from sparsemla.gen.suite import SLOTS
 def table_config(fmt, T, H) -> Config:
     """The H200 table's config for the row if it is a 16-head Gluon one, else block_h 16, one split, one stage (two
     programs an SM, as the table's T=256 entries)."""
-    import json
-    import os
-    import sparsemla.tuned
     from sparsemla.gen.spec import KernelSpec
-    path = os.path.join(os.path.dirname(sparsemla.tuned.__file__), "NVIDIA_H200", "sparse_mla.json")
-    spec = KernelSpec(kv_format="fp8_e4m3", d_qk=fmt.d_qk, num_heads=H, arch="sm90")
-    entry = json.load(open(path))["entries"].get(spec.key, {}).get(str(T))
-    if entry:
-        cfg = Config.from_dict(entry["config"])
-        if cfg.gluon and cfg.block_h == 16:
-            return cfg
+    from sparsemla.gen.tuned_table import package_dir, read_table
+    entries, _ = read_table(package_dir() / "NVIDIA_H200" / "sparse_mla.json", check_provenance=False)
+    entry = entries.get(KernelSpec(kv_format="fp8_e4m3", d_qk=fmt.d_qk, num_heads=H, arch="sm90").key, {}).get(T)
+    if entry and entry.config.gluon and entry.config.block_h == 16:
+        return entry.config
     return Config(16, 64, 1, 8, 1, gluon=True)
-
 
 def main() -> int:
     ap = argparse.ArgumentParser()
