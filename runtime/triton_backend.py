@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import torch
 
-from sparsemla.gen.gluon import SYNC_FLOATS, GluonKernel, extra_splits, gluon_launch_options
+from sparsemla.gen.gluon import RAW_FORMATS, SYNC_FLOATS, GluonKernel, extra_splits, gluon_launch_options
 from sparsemla.gen.render import COMPILE_OPTIONS, interpreting, load_module
 from sparsemla.gen.spec import Config, KernelSpec, next_pow2
 
@@ -402,7 +402,7 @@ def _tail(spec: KernelSpec, config: Config, num_tokens: int, sms: int, persisten
 def raw_for(spec: KernelSpec, config: Config, splits: int) -> bool:
     """Whether a Gluon ``config`` launched with ``splits`` splits (extra ones included) runs as the raw-row kernel
     (GluonKernel.raw): an fp8_e4m3 cache without an extra one, 16 heads a program, one split."""
-    return (_RAW_FP8 and config.gluon and config.block_h == 16 and spec.kv_format == "fp8_e4m3" and splits == 1
+    return (_RAW_FP8 and config.gluon and config.block_h == 16 and spec.kv_format in RAW_FORMATS and splits == 1
             and not spec.extra_topk)
 
 
