@@ -49,12 +49,14 @@ class CompileReport:
                 f"(limit {ARCHS[self.arch].smem_bytes}), {self.registers} regs, {self.spill_bytes} B spilled")
 
 
-def _signature(fn, spec: KernelSpec, constexprs: dict):
+def _signature(fn, spec: KernelSpec, constexprs: dict, ones=()):
+    """The launch's signature: ``ones`` are integer arguments that are 1 (a real launch specializes them to the
+    constant, which can change the code: session 43's raw kernel spilled with num_splits 1 and not otherwise)."""
     sig, attrs = {}, {}
     for i, name in enumerate(fn.arg_names):
         if name in constexprs:
             sig[name] = "constexpr"
-        elif name in _UNIT_STRIDES:
+        elif name in _UNIT_STRIDES or name in ones:
             sig[name] = "constexpr"
             constexprs[name] = 1
         elif name in _PTR:
@@ -108,23 +110,27 @@ def compile_many(jobs, kernel: str = "sparse_mla_fwd") -> list[CompileReport]:
 
 
 def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd", pdl: bool = False,
-                   fused: int = 0, **variant):
+                   fused: int = 0, has_topk_len: bool = True, **variant):
     """Triton's compiled kernel (``.asm`` holds ttgir, ptx, cubin; ``.metadata.shared``) of
     ``kernel`` of ``spec``'s module (its Gluon module for a gluon config, with ``variant``'s GluonKernel fields,
-    e.g. staged_out=True, and the launch's ``pdl`` and ``fused``, see ``compile_module``) with ``config`` for
+    e.g. staged_out=True, and the launch's ``pdl``, ``fused`` and ``has_topk_len``, see ``compile_module``) with
+    ``config`` for
     ``arch``; raises what the compiler raises. Not under the interpreter (see ``compile_many``)."""
     from .gluon import GluonKernel
     config.check(spec)
     unit = GluonKernel.for_config(spec, config, **variant) if config.gluon else spec
-    return compile_module(load_compilable_module(unit), spec, config, arch, kernel, pdl=pdl, fused=fused)
+    return compile_module(load_compilable_module(unit), spec, config, arch, kernel, pdl=pdl, fused=fused,
+                          has_topk_len=has_topk_len)
 
 
 def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str = "sparse_mla_fwd",
-                   pdl: bool = False, fused: int = 0):
+                   pdl: bool = False, fused: int = 0, has_topk_len: bool = True):
     """``compile_kernel`` for a module already imported (e.g. one rendered from another revision of
     its template): the Triton module's ``kernel``, or a Gluon module's kernel, whose tiling is fixed
     (``pdl``: as the runtime launches it when the combine is its programmatic dependent; ``fused``: the
-    split count whose partials the kernel merges itself, the template's FUSED, 0 for the combine kernel)."""
+    split count whose partials the kernel merges itself, the template's FUSED, 0 for the combine kernel;
+    ``has_topk_len``: whether the call passes topk_length, the kernels' HAS_TOPK_LEN: without it a list's length is a
+    constant, which changes the code)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -133,7 +139,7 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
         from triton.experimental.gluon._runtime import GluonASTSource
         from .gluon import extra_splits
         fn, source = mod.sparse_mla_fwd_gluon, GluonASTSource
-        constexprs = {"SPLIT_K": config.num_splits > 1 or spec.extra_topk > 0, "HAS_TOPK_LEN": True,
+        constexprs = {"SPLIT_K": config.num_splits > 1 or spec.extra_topk > 0, "HAS_TOPK_LEN": has_topk_len,
                       "HAS_X_TOPK_LEN": True, "PDL": pdl, "FUSED": fused, "X_SPLITS": extra_splits(spec, config)}
         constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}  # (older templates: no PDL, FUSED)
         from .gluon import gluon_launch_options
@@ -146,7 +152,8 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
                       "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
         constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
         options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-    sig, attrs = _signature(fn, spec, constexprs)
+    sig, attrs = _signature(fn, spec, constexprs, ones={"num_splits"} if config.num_splits == 1 and not spec.extra_topk
+                            else ())
     return triton.compile(source(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
                           options={**COMPILE_OPTIONS, **options})
 
