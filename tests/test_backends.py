@@ -582,9 +582,9 @@ def test_pdl_wait_is_a_runtime_option_of_every_gluon_kernel(monkeypatch):
 
 
 def test_the_raw_fp8_kernel_is_the_rule_for_16_head_fp8_programs_without_splits(monkeypatch):
-    # GluonKernel.raw (session 42; SPARSEMLA_RAW_FP8=0 turns the rule off): a Gluon config with an fp8_e4m3 cache, 16
-    # heads a program, one split and no extra cache runs the raw-row kernel; any other runs as before, and a raw kernel
-    # asked for elsewhere is refused with what it lacks
+    # GluonKernel.raw (session 42, fp8_ds_mla since session 43; SPARSEMLA_RAW_FP8=0 turns the rule off): a Gluon config
+    # with an fp8_e4m3 or fp8_ds_mla cache, 16 heads a program, one split and no extra cache runs the raw-row kernel;
+    # any other runs as before, and a raw kernel asked for elsewhere is refused with what it lacks
     from sparsemla.gen.gluon import GluonKernel
     monkeypatch.setattr(triton_backend, "_RAW_FP8", True)
     monkeypatch.setattr(triton_backend, "_PDL_WAIT", False)
@@ -597,15 +597,17 @@ def test_the_raw_fp8_kernel_is_the_rule_for_16_head_fp8_programs_without_splits(
     assert not triton_backend.raw_for(fp8, narrow, 2)  # (an extra cache's splits)
     assert not triton_backend.raw_for(fp8, Config(32, 64, 1, 8, 2, gluon=True), 1)
     assert not triton_backend.raw_for(fp8, Config(16, 64, 1, 8, 2), 1)  # the Triton kernel
-    for other in (KernelSpec(num_heads=16, arch="sm90"), KernelSpec(kv_format="fp8_ds_mla", num_heads=16, arch="sm90",
-                                                                    page_size=64),
+    ds = KernelSpec(kv_format="fp8_ds_mla", num_heads=16, arch="sm90", page_size=64)
+    assert triton_backend.raw_for(ds, narrow, 1) and not triton_backend.raw_for(ds, narrow, 2)
+    for other in (KernelSpec(num_heads=16, arch="sm90"), KernelSpec(kv_format="model1", d_qk=512, num_heads=16,
+                                                                    arch="sm90", page_size=64),
                   KernelSpec(kv_format="fp8_e4m3", num_heads=16, arch="sm90", extra_topk=128)):
         assert not triton_backend.raw_for(other, narrow, 1)
     monkeypatch.setattr(triton_backend, "_RAW_FP8", False)
     assert not triton_backend.raw_for(fp8, narrow, 1) and triton_backend.gluon_fields(fp8, narrow, 256, 132) == {}
     assert GluonKernel(fp8, 16, raw=True).key.endswith("-gluon-h16-raw")
     assert GluonKernel(fp8, 16, raw=True).template == "sparse_mla_gluon_raw.py.jinja"
-    for spec, bh, why in ((KernelSpec(num_heads=16, arch="sm90"), 16, "kv_format 'fp8_e4m3'"), (fp8, 32, "block_h 16"),
+    for spec, bh, why in ((KernelSpec(num_heads=16, arch="sm90"), 16, "kv_format in"), (fp8, 32, "block_h 16"),
                           (KernelSpec(kv_format="fp8_e4m3", num_heads=16, arch="sm90", extra_topk=128), 16,
                            "no extra cache")):
         with pytest.raises(ValueError, match=why):

@@ -421,10 +421,13 @@ import json
 from sparsemla.gen.compile_check import _ptxas_resources, compile_kernel, sass_opcode_counts
 from sparsemla.gen.spec import Config, KernelSpec
 out = {}
-for d, h, page, sink in ((576, 16, 1, False), (512, 16, 1, False), (576, 32, 16, True), (512, 8, 64, True)):
-    spec = KernelSpec(kv_format="fp8_e4m3", d_qk=d, num_heads=h, page_size=page, arch="sm90", has_sink=sink,
+for fmt, d, h, page, sink in (("fp8_e4m3", 576, 16, 1, False), ("fp8_e4m3", 512, 16, 1, False),
+                              ("fp8_e4m3", 576, 32, 16, True), ("fp8_e4m3", 512, 8, 64, True),
+                              ("fp8_ds_mla", 576, 16, 64, False), ("fp8_ds_mla", 576, 24, 1, True)):
+    spec = KernelSpec(kv_format=fmt, d_qk=d, num_heads=h, page_size=page, arch="sm90", has_sink=sink,
                       return_lse=sink)
-    k = compile_kernel(spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90", raw=True, pdl_wait=True)
+    k = compile_kernel(spec, Config(16, 64, 1, 8, 2, gluon=True), "sm90", raw=True, pdl_wait=True,
+                       has_topk_len=sink)
     counts = sass_opcode_counts(k.asm["cubin"], ("QGMMA", "HGMMA", "LDGSTS", "LDS", "PRMT"))
     out[spec.key] = dict(counts, shared=k.metadata.shared, spills=_ptxas_resources(k.asm["ptx"], "sm90")[1])
 print(json.dumps(out))
@@ -433,13 +436,19 @@ print(json.dumps(out))
 
 def test_the_raw_fp8_kernel_compiles_fits_and_computes_on_e4m3():
     # GluonKernel.raw (templates/sparse_mla_gluon_raw.py.jinja, session 42): with rope or without, paged or not, with a
-    # sink and LSE or not, it builds for sm_90a with two programs' shared memory an SM, both products on e4m3 wgmmas
-    # (18 or 16 for S^T against Q's two halves, 32 for P.V from registers) and none on bf16, the rows by cp.async
-    # (18 or 16 16-byte copies a thread a tile), V^T's operand by byte permutes; no spills on Triton 3.6 (the H200's).
+    # sink, LSE and topk_length or not, it builds for sm_90a with two programs' shared memory an SM, both products on
+    # e4m3 wgmmas (18 or 16 for S^T against Q's two halves, 32 for P.V from registers) and none on bf16, the rows by
+    # cp.async (18 or 16 16-byte copies a thread a tile), V^T's operand by byte permutes; no spills on Triton 3.6 (the
+    # H200's), num_splits specialized to 1 as the launch does. fp8_ds_mla's (session 43): S^T's 16 e4m3 wgmmas (a
+    # group's 4 apart) and the rope's 4 on bf16, P.V's 32; 21 copies a thread a tile (the scales 8 bytes, the rope 4 x
+    # 16).
     import triton
     for key, c in _compiled_json(_RAW_SCRIPT).items():
         rope = "qk576" in key
-        assert c["QGMMA"] == (18 if rope else 16) + 32 and c["HGMMA"] == 0, (key, c)
-        assert c["LDGSTS"] == (18 if rope else 16), (key, c)
+        if "fp8_ds_mla" in key:
+            assert c["QGMMA"] == 16 + 32 and c["HGMMA"] == 4 and c["LDGSTS"] == 21, (key, c)
+        else:
+            assert c["QGMMA"] == (18 if rope else 16) + 32 and c["HGMMA"] == 0, (key, c)
+            assert c["LDGSTS"] == (18 if rope else 16), (key, c)
         assert c["PRMT"] >= 128 and c["shared"] <= 227 * 1024 // 2, (key, c)
         assert c["spills"] <= (0 if triton.__version__.startswith("3.6") else 32), (key, c)

@@ -37,7 +37,8 @@ def main() -> int:
     for _ in range(2):
         out = sparsemla.sparse_mla(q, cache, idx, sm_scale=fmt.d_qk ** -0.5, kv_format=fmt.kv_format, config=cfg, **kw)
     torch.cuda.synchronize()
-    print(f"{args.format} T={T} H={H} {'dequantizing' if args.dequantize else 'raw'}: out norm {out.float().norm():.3f}")
+    kind = "dequantizing" if args.dequantize else "raw"
+    print(f"{args.format} T={T} H={H} {kind}: out norm {out.float().norm():.3f}")
     return 0
 
 
