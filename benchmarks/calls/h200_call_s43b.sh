@@ -17,9 +17,3 @@ echo "== ncu rc=$?"; tail -3 /tmp/ds.run
 grep -i "Duration\|Issue Slots Busy\|Warp Cycles Per Issued\|No Eligible\|Stall" "$OUT/ncu_ds.txt" | head -24
 "$ncu" --import /tmp/ds.ncu-rep --page source --csv --print-source sass > "$OUT/ncu_ds_sass.csv" 2>&1
 echo "== sass csv: $(wc -l < "$OUT/ncu_ds_sass.csv") lines"
-# the launched kernels' PTX as Triton cached it (the runtime's specialization), and ptxas's resources for each
-for f in $(find "${TRITON_CACHE_DIR:-$HOME/.triton/cache}" -name "sparse_mla_fwd_gluon*.ptx" 2>/dev/null); do
-  cp "$f" "$OUT/$(basename "$(dirname "$f")")_$(basename "$f")"
-  python3 -c "import sys; from sparsemla.gen.compile_check import _ptxas_resources as r; print(sys.argv[1][-60:], \
-r(open(sys.argv[1]).read(), 'sm90'))" "$f"
-done
