@@ -74,8 +74,8 @@ def main() -> int:
         spec = KernelSpec.from_key(key)
         variant = variants[key, b]
         r = done[(key, json.dumps(e["config"], sort_keys=True), json.dumps(variant, sort_keys=True))]
-        count["hgmma" if r.get("HGMMA") else "qgmma" if r.get("QGMMA") else "hmma" if r.get("HMMA") else
-              "other"] += 1
+        count["qgmma" if r.get("QGMMA", 0) > r.get("HGMMA", 0) else "hgmma" if r.get("HGMMA") else
+              "hmma" if r.get("HMMA") else "other"] += 1
         count["spilling"] += r.get("spills", 0) > 0
         cells = ([r["error"]] + [""] * 8 if "error" in r else
                  [f"{r['shared'] / 1024:.0f}", str(r["regs"]), str(r["spills"]), str(r["wgmma"]),
@@ -96,8 +96,9 @@ def main() -> int:
           f"bucket on {args.sms} SMs (persistent, staged_out: runtime/triton_backend.gluon_fields; pdl, fused: the "
           f"launch's constexprs, runtime/triton_backend.launch_constexprs). backend: what the table "
           f"dispatches to (a flashinfer entry keeps its Triton config for other callers).\n\n"
-          f"Entries whose kernel runs on HGMMA: {count['hgmma']}; on QGMMA alone: {count['qgmma']} (the raw "
-          f"fp8_e4m3 kernel, GluonKernel.raw); on HMMA: {count['hmma']} (the Triton "
+          f"Entries whose kernel runs on HGMMA: {count['hgmma']}; on QGMMA for the most part: {count['qgmma']} "
+          f"(GluonKernel.raw: fp8_e4m3's on QGMMA alone, fp8_ds_mla's beside 4 HGMMA for the rope's S^T); on HMMA: "
+          f"{count['hmma']} (the Triton "
           f"kernel with block_h < 64: wgmma takes 64 rows per warp group, and heads are not padded to 64; "
           f"the narrow Gluon kernel puts them in wgmma's N); neither or not built: "
           f"{count['other']}. Entries that spill: {count['spilling']}.\n")
