@@ -152,8 +152,10 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
                       "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
         constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
         options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-    sig, attrs = _signature(fn, spec, constexprs, ones={"num_splits"} if config.num_splits == 1 and not spec.extra_topk
-                            else ())
+    # num_splits as launched: 1 with one split and no extra cache, except in a tail-split kernel (whole_units), which
+    # takes the tail's split count
+    one_split = config.num_splits == 1 and not spec.extra_topk and "whole_units" not in fn.arg_names
+    sig, attrs = _signature(fn, spec, constexprs, ones={"num_splits"} if one_split else ())
     return triton.compile(source(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
                           options={**COMPILE_OPTIONS, **options})
 
