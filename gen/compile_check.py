@@ -114,8 +114,7 @@ def compile_kernel(spec: KernelSpec, config: Config, arch: str, kernel: str = "s
     """Triton's compiled kernel (``.asm`` holds ttgir, ptx, cubin; ``.metadata.shared``) of
     ``kernel`` of ``spec``'s module (its Gluon module for a gluon config, with ``variant``'s GluonKernel fields,
     e.g. staged_out=True, and the launch's ``pdl``, ``fused`` and ``has_topk_len``, see ``compile_module``) with
-    ``config`` for
-    ``arch``; raises what the compiler raises. Not under the interpreter (see ``compile_many``)."""
+    ``config`` for ``arch``; raises what the compiler raises. Not under the interpreter (see ``compile_many``)."""
     from .gluon import GluonKernel
     config.check(spec)
     unit = GluonKernel.for_config(spec, config, **variant) if config.gluon else spec

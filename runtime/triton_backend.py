@@ -76,9 +76,9 @@ _EXTRA_GLUON = os.environ.get("SPARSEMLA_EXTRA_GLUON", "1") != "0"
 # SPARSEMLA_PARTS_BF16=0: the Gluon kernels' split-K partials stay float32; by default they are bfloat16
 # (``parts_bf16_for``), which adds about a third to the output's relative error (1.7e-3 -> 2.3e-3 on the H200).
 _PARTS_BF16 = os.environ.get("SPARSEMLA_PARTS_BF16", "1") != "0"
-# SPARSEMLA_RAW_FP8=0: the narrow Gluon kernel with an fp8_e4m3 cache always dequantizes (group C); by default, with
-# 16 heads a program, one split and no extra cache, it runs as the raw-row kernel (``raw_for``, GluonKernel.raw;
-# session 42, on an H100: benchmarks/results/session42/README.md).
+# SPARSEMLA_RAW_FP8=0: the narrow Gluon kernel with an fp8_e4m3 or fp8_ds_mla cache always dequantizes (group C); by
+# default, with 16 heads a program, one split and no extra cache, it runs as the raw-row kernel (``raw_for``,
+# GluonKernel.raw; sessions 42 and 43, on an H100: benchmarks/results/session42/README.md, session43/README.md).
 _RAW_FP8 = os.environ.get("SPARSEMLA_RAW_FP8", "1") != "0"
 # The attention kernel of the latest launch (a CompiledKernel: n_regs, n_spills, metadata.shared),
 # for benchmarks that report resources next to timings.
@@ -401,7 +401,8 @@ def _tail(spec: KernelSpec, config: Config, num_tokens: int, sms: int, persisten
 
 def raw_for(spec: KernelSpec, config: Config, splits: int) -> bool:
     """Whether a Gluon ``config`` launched with ``splits`` splits (extra ones included) runs as the raw-row kernel
-    (GluonKernel.raw): an fp8_e4m3 cache without an extra one, 16 heads a program, one split."""
+    (GluonKernel.raw): an fp8_e4m3 or fp8_ds_mla cache (gen/gluon.RAW_FORMATS) without an extra one, 16 heads a
+    program, one split."""
     return (_RAW_FP8 and config.gluon and config.block_h == 16 and spec.kv_format in RAW_FORMATS and splits == 1
             and not spec.extra_topk)
 
