@@ -34,6 +34,7 @@ def table_config(fmt, T, H) -> Config:
         return entry.config
     return Config(16, 64, 1, 8, 1, gluon=True)
 
+
 def spread_scales(cache) -> None:
     """An fp8_ds_mla cache's scales, each row's 4, times 2^k with k uniform in -8..8 (in place): a tile's keys then
     differ in scale by up to 2^16 in each group, as the raw kernel's running max per group must handle (make_cache's
