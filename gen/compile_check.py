@@ -72,6 +72,15 @@ def _signature(fn, spec: KernelSpec, constexprs: dict, ones=()):
     return sig, attrs
 
 
+def launch_ones(arg_names, spec: KernelSpec, config: Config) -> set[str]:
+    """The integer arguments a launch of ``config`` passes as 1 (and Triton specializes to the constant): num_splits
+    with one split and no extra cache, except in a tail-split kernel (one with whole_units), which takes the tail's
+    split count."""
+    if config.num_splits == 1 and not spec.extra_topk and "whole_units" not in arg_names and "num_splits" in arg_names:
+        return {"num_splits"}
+    return set()
+
+
 def _ptxas_resources(ptx: str, arch_name: str) -> tuple[int, int]:
     from triton.backends.nvidia.compiler import get_ptxas
     try:
@@ -151,10 +160,7 @@ def compile_module(mod, spec: KernelSpec, config: Config, arch: str, kernel: str
                       "SPLIT_K": config.num_splits > 1, "HAS_TOPK_LEN": True, "HAS_X_TOPK_LEN": True}
         constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
         options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-    # num_splits as launched: 1 with one split and no extra cache, except in a tail-split kernel (whole_units), which
-    # takes the tail's split count
-    one_split = config.num_splits == 1 and not spec.extra_topk and "whole_units" not in fn.arg_names
-    sig, attrs = _signature(fn, spec, constexprs, ones={"num_splits"} if one_split else ())
+    sig, attrs = _signature(fn, spec, constexprs, ones=launch_ones(fn.arg_names, spec, config))
     return triton.compile(source(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
                           options={**COMPILE_OPTIONS, **options})
 

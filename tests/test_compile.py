@@ -452,3 +452,28 @@ def test_the_raw_fp8_kernel_compiles_fits_and_computes_on_e4m3():
             assert c["LDGSTS"] == (18 if rope else 16), (key, c)
         assert c["PRMT"] >= 128 and c["shared"] <= 227 * 1024 // 2, (key, c)
         assert c["spills"] <= (0 if triton.__version__.startswith("3.6") else 32), (key, c)
+
+
+def test_compile_checks_specialize_num_splits_as_launches_do():
+    # Triton's launch specializes an integer argument of 1 to the constant, which can change the code (session 43: the
+    # raw fp8_ds_mla kernel spilled 140 B with num_splits 1 and none with it a parameter), so the compile checks
+    # compile num_splits as 1 where the launch passes 1: one split and no extra cache, but not a tail-split kernel's
+    # (whole_units: it takes the tail's split count) nor a kernel without the argument
+    from sparsemla.gen.compile_check import _signature, launch_ones
+    from sparsemla.gen.spec import Config
+    spec = KernelSpec(kv_format="fp8_ds_mla", num_heads=16, page_size=64, arch="sm90")
+    gluon_args = ("q", "idx", "num_heads", "num_splits", "HAS_TOPK_LEN")
+    assert launch_ones(gluon_args, spec, Config(16, 64, 1, 8, 1, gluon=True)) == {"num_splits"}
+    assert launch_ones(gluon_args, spec, Config(16, 64, 4, 8, 1, gluon=True)) == set()
+    assert launch_ones(gluon_args + ("whole_units",), spec, Config(64, 64, 1, 8, 2, gluon=True)) == set()
+    assert launch_ones(("q", "idx"), spec, Config(16, 64, 1, 8, 1, gluon=True)) == set()
+    extra = KernelSpec(kv_format="fp8_ds_mla", num_heads=16, page_size=64, arch="sm90", extra_topk=128,
+                       extra_page_size=64)
+    assert launch_ones(gluon_args, extra, Config(16, 64, 1, 8, 1, gluon=True)) == set()
+
+    class Fn:
+        arg_names = gluon_args
+
+    constexprs = {"HAS_TOPK_LEN": True}
+    sig, _ = _signature(Fn, spec, constexprs, ones={"num_splits"})
+    assert sig["num_splits"] == "constexpr" and constexprs["num_splits"] == 1 and sig["num_heads"] == "i32"
