@@ -39,6 +39,12 @@ paging() {  # LIMIT_S [NAME]: the paging benchmark, without its config sweep, in
   echo "== $name rc=$?"; grep -i "touched\|error\|Traceback" "$OUT/$name.log" | grep -v "^|" | cut -c1-150
 }
 
+find_ncu() {  # sets ncu to Nsight Compute's command line tool and prints it; fails where the machine has none
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
+  echo "== ncu: ${ncu:-none}"
+  [ -n "$ncu" ]
+}
+
 pack_out() {  # $OUT as one archive: the device sends back files, not folders
   tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
 }

@@ -4,10 +4,9 @@
 #   bash benchmarks/calls/h200_call_s42c.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
-ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
-echo "== ncu: ${ncu:-none}"
-[ -n "$ncu" ] || exit 0
+find_ncu || exit 0
 sections="--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
   --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section SourceCounters"
 for fmt in fp8 fp8_nope; do

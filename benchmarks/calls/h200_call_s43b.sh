@@ -5,10 +5,9 @@
 #   bash benchmarks/calls/h200_call_s43b.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
-ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
-echo "== ncu: ${ncu:-none}"
-[ -n "$ncu" ] || exit 0
+find_ncu || exit 0
 sections="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats"
 timeout 200 "$ncu" --clock-control none -k regex:sparse_mla_fwd_gluon --launch-skip 1 --launch-count 1 $sections \
   --section SourceCounters -o /tmp/ds python3 benchmarks/calls/raw_once.py "$@" > /tmp/ds.run 2>&1
