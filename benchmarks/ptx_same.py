@@ -8,8 +8,8 @@ that the old template can express, from both, for the table's arch (no GPU neede
 
   python benchmarks/ptx_same.py tuned/NVIDIA_H200/sparse_mla.json --old-rev 11c3a0e^
 
-``--gluon`` does the same for the table's Gluon entries (Config.gluon) and the Gluon template, each in the
-variant the runtime runs for its bucket (runtime/triton_backend.gluon_fields on ``--sms`` SMs, the H200's 132), with
+``--gluon`` does the same for the table's Gluon entries (Config.gluon) and the Gluon templates (the raw-row kernel's
+where the runtime runs it), each in the variant the runtime runs for its bucket (runtime/triton_backend.gluon_fields on ``--sms`` SMs, the H200's 132), with
 the launch constexprs it runs it with (PDL, FUSED: runtime/triton_backend.launch_constexprs; before session 26 both
 were compiled off).
 ``--combine`` also compares the split-K combine kernel of every spec in the table (2, 16 and 32 splits, with
@@ -81,9 +81,14 @@ def main() -> int:
 
     from compile_report import runtime_launch, runtime_variant  # benchmarks/ is the script's folder, so on sys.path
 
-    template = "sparse_mla_gluon.py.jinja" if args.gluon else "sparse_mla.py.jinja"
-    old_text = subprocess.run(["git", "show", f"{args.old_rev}:templates/{template}"],
-                              capture_output=True, text=True, check=True).stdout
+    old_texts = {}
+
+    def old_template(name: str) -> str:
+        if name not in old_texts:
+            old_texts[name] = subprocess.run(["git", "show", f"{args.old_rev}:templates/{name}"],
+                                             capture_output=True, text=True, check=True).stdout
+        return old_texts[name]
+    old_text = old_template("sparse_mla.py.jinja")
     table = json.load(open(args.table))
     variants = set()
     for key, buckets in table["entries"].items():
@@ -105,7 +110,8 @@ def main() -> int:
         # what gen.render renders for the template
         unit = GluonKernel.for_config(spec, cfg, **dict.fromkeys(fields, True)) if args.gluon else spec
         ctx = dict(unit.template_context(), spec=unit, spec_key=unit.key, version="check")
-        old = _module(render._env().from_string(old_text).render(**{**old_defaults, **ctx}), f"old_{i}")
+        text = old_template(unit.template) if args.gluon else old_text  # (the raw-row kernel's is its own)
+        old = _module(render._env().from_string(text).render(**{**old_defaults, **ctx}), f"old_{i}")
         new = _module(render.render_source(unit), f"new_{i}")
         ok = (_strip_debug(compile_module(old, spec, cfg, spec.arch, **dict(launch)).asm["ptx"])
               == _strip_debug(compile_module(new, spec, cfg, spec.arch, **dict(launch)).asm["ptx"]))

@@ -44,7 +44,7 @@ PREPARED = ["benchmarks/h200_session.sh", "benchmarks/calls/h200_call_tune_gluon
             "benchmarks/calls/h200_call_s41c.sh", "benchmarks/calls/h200_call_s42a.sh",
             "benchmarks/calls/h200_call_s42b.sh", "benchmarks/calls/h200_call_s42c.sh",
             "benchmarks/calls/h200_call_s42d.sh", "benchmarks/calls/h200_call_s42e.sh",
-            "benchmarks/calls/h200_call_s42f.sh", "benchmarks/calls/h200_call_s43a.sh",
+            "benchmarks/calls/h200_call_s42f.sh", "benchmarks/calls/h200_call_s43a.sh", "benchmarks/calls/h200_call_s44a.sh",
             "benchmarks/calls/h200_call_s43b.sh", "benchmarks/calls/h200_call_s43c.sh",
             "benchmarks/calls/h200_call_s43d.sh"]
 # (h200_call_s34f.sh to s34j.sh need commit 0817c6a: parts16.py and combine16_time.py set GluonKernel.parts_f16 and
