@@ -9,9 +9,9 @@ that the old template can express, from both, for the table's arch (no GPU neede
   python benchmarks/ptx_same.py tuned/NVIDIA_H200/sparse_mla.json --old-rev 11c3a0e^
 
 ``--gluon`` does the same for the table's Gluon entries (Config.gluon) and the Gluon templates (the raw-row kernel's
-where the runtime runs it), each in the variant the runtime runs for its bucket (runtime/triton_backend.gluon_fields on ``--sms`` SMs, the H200's 132), with
-the launch constexprs it runs it with (PDL, FUSED: runtime/triton_backend.launch_constexprs; before session 26 both
-were compiled off).
+where the runtime runs it), each in the variant the runtime runs for its bucket (runtime/triton_backend.gluon_fields
+on ``--sms`` SMs, the H200's 132), with the launch constexprs it runs it with (PDL, FUSED:
+runtime/triton_backend.launch_constexprs; before session 26 both were compiled off).
 ``--combine`` also compares the split-K combine kernel of every spec in the table (2, 16 and 32 splits, with
 and without PDL); ``--new-default NAME=VALUE`` gives a constexpr the new template's combine added at the
 value the runtime passes, and ``--old-default`` one the old combine took that the new one no longer has.

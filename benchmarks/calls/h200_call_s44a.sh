@@ -5,8 +5,8 @@
 # one-split 16-head ones run raw), then raw_rows.py for model1 at T=128 and 256 (16 heads, and 32 at T=256) against
 # the dequantizing kernel of the H200 table's config, on a cache whose rows' 7 scales spread over 2^16.
 # Ran as session 44's call 1 (an H100) with benchmarks/results/session44/model1_raw.patch applied: slower than the
-# dequantizing kernel and wrong where unreferenced slots hold NaN; the patch was not kept. Without it both kernels
-# raw_rows.py times are the dequantizing one.
+# dequantizing kernel and wrong where unreferenced slots hold NaN; the patch was not kept. Without it, both kernels
+# that raw_rows.py times are the dequantizing one.
 #   git apply benchmarks/results/session44/model1_raw.patch && bash benchmarks/calls/h200_call_s44a.sh
 #   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
