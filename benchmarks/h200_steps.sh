@@ -12,6 +12,20 @@ sys.exit(0 if n else 1)
 PY
 }
 
+h200_only() {  # print the card; stop the call (exit 0) on any other card, whose times the H200's tables must not
+  # take; then check_tables
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
+  [[ "$gpu" == *H200* ]] || { echo "== not the H200: stopped"; exit 0; }
+  check_tables
+}
+
+raw_rows() {  # NAME LIMIT_S ARGS...: benchmarks/calls/raw_rows.py ARGS into $OUT/NAME.log, its table printed
+  local name=$1 limit=$2
+  shift 2
+  timeout "$limit" python3 benchmarks/calls/raw_rows.py "$@" > "$OUT/$name.log" 2>&1
+  echo "== $name rc=$?"; grep "^|\|correct\|Error\|error" "$OUT/$name.log" | tail -16
+}
+
 bench_rows() {  # FORMAT HEADS TOKENS LIMIT_S [TUNED_DIR]: one `sparsemla bench` run of those rows, into
   # $OUT/bench_FORMAT_hHEADS_tTOKENS (named by its tokens too: two runs of one format and head count must
   # not overwrite each other's results, as call 2 of session 18 did)

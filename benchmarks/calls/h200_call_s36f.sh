@@ -7,9 +7,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
-[[ "$gpu" == *H200* ]] || { echo "== not the H200: stopped"; exit 0; }
-check_tables
+h200_only
 bench_within "${1:-360}" "" "bf16 64,128 4,16" "bf16_nope 64,128 4,16" "fp8 32,64,128 1,4,16" "fp8_nope 32,64,128 1,4,16" \
   "model1 32,64,128 1,4,16" "fp8_ds_mla 32,64,128 1,4,16" "fp8_nope 32 64"
 pack_out

@@ -6,9 +6,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
-[[ "$gpu" == *H200* ]] || { echo "== not the H200: stopped"; exit 0; }
-check_tables
+h200_only
 select_into t16_h64 240 --tokens 16 --heads 64 --formats auto
 merged_tables t16_h64
 bench_within 150 "$TABLES" "bf16 64 16" "bf16_nope 64 16"

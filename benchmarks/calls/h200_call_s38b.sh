@@ -11,9 +11,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
-[[ "$gpu" == *H200* ]] || { echo "== not the H200: stopped"; exit 0; }
-check_tables
+h200_only
 select_into pairs 320 --narrow --pairs --formats fp8_e4m3,fp8_ds_mla,model1 --heads 16,32 --tokens 64,128,256
 merged_tables pairs
 bench_within 180 "$TABLES" "fp8 16 128,256" "fp8_nope 16 128,256" "fp8_ds_mla 16 128,256" "model1 16 128,256"

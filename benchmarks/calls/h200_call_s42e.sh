@@ -8,11 +8,8 @@
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
-[[ "$gpu" == *H200* ]] || { echo "== not the H200: stopped"; exit 0; }
-check_tables
-timeout 250 python3 benchmarks/calls/raw_rows.py > "$OUT/raw_rows.log" 2>&1
-echo "== raw_rows rc=$?"; grep "^|\|correct\|Error\|error" "$OUT/raw_rows.log" | tail -16
+h200_only
+raw_rows raw_rows 250
 bench_rows fp8 16 128,256 150
 bench_rows fp8_nope 16 128,256 150
 pack_out

@@ -7,11 +7,11 @@
 #   bash benchmarks/calls/h200_call_s42f.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 for cases in narrow empty; do
   timeout 150 python3 benchmarks/gpu_correctness.py fp8_576 fp8_nope512 $cases > "$OUT/gpu_correctness_$cases.log" 2>&1
   echo "== gpu_correctness fp8 $cases rc=$?"; grep -c " ok$" "$OUT/gpu_correctness_$cases.log"
   grep -i "fail\|error" "$OUT/gpu_correctness_$cases.log" | head -12
 done
-timeout 110 python3 benchmarks/calls/raw_rows.py --tokens 1,16,64 --no-h32 > "$OUT/raw_rows_splits.log" 2>&1
-echo "== raw_rows rc=$?"; grep "^|\|correct\|Error\|error" "$OUT/raw_rows_splits.log" | tail -16
+raw_rows raw_rows_splits 110 --tokens 1,16,64 --no-h32

@@ -7,9 +7,9 @@
 #   bash benchmarks/calls/h200_call_s43a.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 timeout 200 python3 benchmarks/gpu_correctness.py ds_mla narrow > "$OUT/gpu_correctness_ds_narrow.log" 2>&1
 echo "== gpu_correctness ds_mla narrow rc=$?"; grep -c " ok" "$OUT/gpu_correctness_ds_narrow.log"
 grep -v " ok" "$OUT/gpu_correctness_ds_narrow.log" | tail -12
-timeout 240 python3 benchmarks/calls/raw_rows.py --formats fp8_ds_mla > "$OUT/raw_rows_ds.log" 2>&1
-echo "== raw_rows ds rc=$?"; grep "^|\|correct\|Error\|error" "$OUT/raw_rows_ds.log" | tail -16
+raw_rows raw_rows_ds 240 --formats fp8_ds_mla

@@ -14,7 +14,6 @@ timeout 200 python3 benchmarks/gpu_correctness.py fp8_576 fp8_nope512 ds_mla nar
   > "$OUT/gpu_correctness_narrow.log" 2>&1
 echo "== gpu_correctness narrow rc=$?"; grep -c " ok" "$OUT/gpu_correctness_narrow.log"
 grep -v " ok" "$OUT/gpu_correctness_narrow.log" | tail -12
-timeout 240 python3 benchmarks/calls/raw_rows.py --formats fp8,fp8_nope,fp8_ds_mla --no-h32 > "$OUT/raw_rows.log" 2>&1
-echo "== raw_rows rc=$?"; grep "^|\|correct\|Error\|error" "$OUT/raw_rows.log" | tail -16
+raw_rows raw_rows 240 --formats fp8,fp8_nope,fp8_ds_mla --no-h32
 bench_rows fp8_ds_mla 16 128,256 150
 pack_out

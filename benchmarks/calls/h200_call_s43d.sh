@@ -10,13 +10,10 @@
 set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
-[[ "$gpu" == *H200* ]] || { echo "== not the H200: stopped"; exit 0; }
-check_tables
+h200_only
 pack_now() { tar -C "$OUT" --exclude=results.tgz -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"; }
 bench_rows fp8_ds_mla 16 128,256 100; pack_now
 bench_rows fp8 16 128,256 120; pack_now
 bench_rows fp8_nope 16 128,256 100; pack_now
-timeout 200 python3 benchmarks/calls/raw_rows.py --formats fp8,fp8_nope,fp8_ds_mla --no-h32 > "$OUT/raw_rows.log" 2>&1
-echo "== raw_rows rc=$?"; grep "^|\|correct\|Error\|error" "$OUT/raw_rows.log" | tail -16
+raw_rows raw_rows 200 --formats fp8,fp8_nope,fp8_ds_mla --no-h32
 pack_out

@@ -11,9 +11,9 @@
 #   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
+. benchmarks/h200_steps.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "== $gpu"
 timeout 240 python3 benchmarks/gpu_correctness.py model1_p64 narrow > "$OUT/gpu_correctness_m1_narrow.log" 2>&1
 echo "== gpu_correctness model1_p64 narrow rc=$?"; grep -c " ok" "$OUT/gpu_correctness_m1_narrow.log"
 grep -v " ok" "$OUT/gpu_correctness_m1_narrow.log" | tail -12
-timeout 240 python3 benchmarks/calls/raw_rows.py --formats model1 > "$OUT/raw_rows_m1.log" 2>&1
-echo "== raw_rows model1 rc=$?"; grep "^|\|correct\|Error\|error" "$OUT/raw_rows_m1.log" | tail -16
+raw_rows raw_rows_m1 240 --formats model1
