@@ -59,6 +59,10 @@ find_ncu() {  # sets ncu to Nsight Compute's command line tool and prints it; fa
   [ -n "$ncu" ]
 }
 
+pack_now() {  # $OUT so far as one archive beside it ($OUT/results.tgz), so a call cut off later keeps what came before
+  tar -C "$OUT" --exclude=results.tgz -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"
+}
+
 pack_out() {  # $OUT as one archive: the device sends back files, not folders
   tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
 }

@@ -11,7 +11,6 @@ set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 h200_only
-pack_now() { tar -C "$OUT" --exclude=results.tgz -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"; }
 bench_rows fp8_ds_mla 16 128,256 100; pack_now
 bench_rows fp8 16 128,256 120; pack_now
 bench_rows fp8_nope 16 128,256 100; pack_now

@@ -10,7 +10,6 @@ set -u
 export PYTHONUNBUFFERED=1
 . benchmarks/h200_steps.sh
 h200_only
-pack_now() { tar -C "$OUT" --exclude=results.tgz -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"; }
 bench_rows fp8 16 256 100; pack_now
 bench_rows fp8_nope 16 256 80; pack_now
 bench_rows fp8_ds_mla 16 256 80; pack_now
