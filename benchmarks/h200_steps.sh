@@ -63,8 +63,8 @@ pack_now() {  # $OUT so far as one archive beside it ($OUT/results.tgz), so a ca
   tar -C "$OUT" --exclude=results.tgz -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"
 }
 
-pack_out() {  # $OUT as one archive: the device sends back files, not folders
-  tar -C "$OUT" -czf /tmp/results.tgz . && rm -rf "$OUT"/* && mv /tmp/results.tgz "$OUT/"
+pack_out() {  # $OUT as one archive: the device sends back files, not folders (pack_now's, not nested in a new one)
+  pack_now && find "$OUT" -mindepth 1 -maxdepth 1 ! -name results.tgz -exec rm -rf {} +
 }
 
 select_into() {  # NAME LIMIT_S ARGS...: one benchmarks/gluon_select.py run (ARGS) into $OUT/NAME, its winners printed
