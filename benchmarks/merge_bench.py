@@ -37,6 +37,11 @@ def shipped_config(table: dict, r: dict) -> dict | None:
     return entries[bucket_for(r["T"], sorted(entries))].config.to_dict() if entries else None
 
 
+def _run_id(run: dict) -> tuple:
+    p = run["provenance"]
+    return p["gpu"], p["date"], p["template_hash"]
+
+
 def merge(paths: list[str], table: dict | None = None) -> dict:
     rows, runs = {}, []
     for p in paths:
@@ -54,6 +59,10 @@ def merge(paths: list[str], table: dict | None = None) -> dict:
                       f"is not the table's config")
                 continue
             rows[(r["format"], r["T"], r["H"])] = {**r, "date": prov["date"], "template_hash": prov["template_hash"]}
+    first = {}
+    for run in runs:  # a run given twice (directly or inside an earlier merge) is listed once
+        first.setdefault(_run_id(run), run)
+    runs = list(first.values())
     order = []
     for run in runs:
         order += [f for f in run["formats"] if f not in order]

@@ -123,3 +123,20 @@ def test_a_run_records_the_runtime_options_it_ran_with(monkeypatch):
     res = dict(runs=[dict(provenance=prov, ceilings=dict(copy_gbs=4250.0, bf16_tflops=690.0), formats=["bf16"])],
                rows=[])
     assert "Runtime options: SPARSEMLA_PDL_WAIT=1, SPARSEMLA_TAIL_SPLIT=1." in merge_bench.markdown(res)
+
+
+def test_a_run_merged_twice_is_listed_once(tmp_path):
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "merge_bench.py"
+    spec = importlib.util.spec_from_file_location("merge_bench", path)
+    merge_bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(merge_bench)
+    prov = dict(gpu="NVIDIA H200", date="2026-12-05T00:00:00+00:00", template_hash="abc", triton="3.6.0",
+                flashinfer="0.7.2", torch="2.11")
+    row = dict(format="bf16", T=4, H=16, config=dict(block_n=32))
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(dict(provenance=prov, ceilings=dict(copy_gbs=4250.0, bf16_tflops=690.0), rows=[row])))
+    merged = tmp_path / "merged.json"
+    merged.write_text(json.dumps(merge_bench.merge([str(run)])))
+    res = merge_bench.merge([str(merged), str(run)])
+    assert len(res["runs"]) == 1 and res["runs"][0]["formats"] == ["bf16"] and len(res["rows"]) == 1
+    assert merge_bench.markdown(res).count("template abc") == 1
