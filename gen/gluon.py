@@ -207,6 +207,10 @@ class GluonKernel:
     # operands, V^T as wgmma's A straight from registers. Its tiling is its own (two 36 KB stages, two programs an SM),
     # so the config's warps and stages do not apply. The runtime's rule (runtime/triton_backend.raw_for) picks it.
     raw: bool = False
+    # The raw kernel's L2 prefetch distance: G gathering tile j prefetches tile j + l2_ahead's rows into L2 (0: none).
+    # 1 is the kernel as measured in sessions 42-48; other distances are experiments (benchmarks/calls/
+    # gluon_variant.py l2_ahead=2).
+    l2_ahead: int = 1
 
     @property
     def template(self) -> str:
@@ -220,6 +224,9 @@ class GluonKernel:
             why = raw_problem(self)
             if why:
                 raise ValueError(f"no raw Gluon kernel for {self.spec.key} ({self.key}): expected {why}")
+        if self.l2_ahead != 1 and not (self.raw and 0 <= self.l2_ahead <= 4):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_ahead={self.l2_ahead}: "
+                             "expected 1, or 0-4 with raw=True (only the raw kernel's gather prefetches into L2)")
         if self.q_by_compute is None:
             object.__setattr__(self, "q_by_compute", self.spec.kv_format != "auto" or self.narrow)
         if self.q_async is None:
@@ -281,7 +288,8 @@ class GluonKernel:
     def _variant(self) -> list[str]:
         """What sets this variant apart, as name parts (after the spec's key and "gluon")."""
         if self.raw:  # (its tiling is its own: only the launch's PDL wait sets its variants apart)
-            return ["h16", "raw"] + (["pw"] if self.pdl_wait else [])
+            return (["h16", "raw"] + ([f"pf{self.l2_ahead}"] if self.l2_ahead != 1 else [])
+                    + (["pw"] if self.pdl_wait else []))
         parts = []
         if self.narrow:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
@@ -301,7 +309,7 @@ class GluonKernel:
 
     def template_context(self) -> dict:
         if self.raw:
-            return dict(kspec=self.spec, pdl_wait=self.pdl_wait)
+            return dict(kspec=self.spec, pdl_wait=self.pdl_wait, l2_ahead=self.l2_ahead)
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], x=self.spec.extra_topk > 0, narrow=self.narrow,
                     block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,

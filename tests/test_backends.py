@@ -614,6 +614,24 @@ def test_the_raw_fp8_kernel_is_the_rule_for_16_head_fp8_programs_without_splits(
             GluonKernel(spec, bh, raw=True)
 
 
+def test_the_raw_kernels_l2_prefetch_distance_is_a_variant_of_its_own():
+    # GluonKernel.l2_ahead (session 48): the raw kernel's G prefetches tile j + d into L2 as it gathers tile j; 1 is the
+    # shipped kernel (its key and source as before), 0 none, 3 also the tile the first gathers skip; refused elsewhere
+    from sparsemla.gen.gluon import GluonKernel
+    from sparsemla.gen.render import render_source
+    fp8 = KernelSpec(kv_format="fp8_e4m3", num_heads=16, arch="sm90")
+    shipped = GluonKernel(fp8, 16, raw=True)
+    assert shipped.l2_ahead == 1 and shipped.key.endswith("-gluon-h16-raw")
+    assert "hi, j + 1)" in render_source(shipped)
+    assert GluonKernel(fp8, 16, raw=True, l2_ahead=2).key.endswith("-gluon-h16-raw-pf2")
+    assert "hi, j + 2)" in render_source(GluonKernel(fp8, 16, raw=True, l2_ahead=2))
+    assert "_prefetch_tile(" not in render_source(GluonKernel(fp8, 16, raw=True, l2_ahead=0))
+    assert "static_range(2, 3)" in render_source(GluonKernel(fp8, 16, raw=True, l2_ahead=3))
+    for kernel in (dict(spec=fp8, block_h=16, l2_ahead=2), dict(spec=fp8, block_h=16, raw=True, l2_ahead=5)):
+        with pytest.raises(ValueError, match="l2_ahead="):
+            GluonKernel(**kernel)
+
+
 def test_bfloat16_partials_are_the_gluon_kernels_split_k_rule(monkeypatch):
     # runtime/triton_backend.parts_bf16_for (SPARSEMLA_PARTS_BF16): the Gluon kernels' split-K launches, narrow and
     # wide, write bfloat16 partials (GluonKernel.parts_bf16) for the combine's PARTS_BF16; not with one split (no

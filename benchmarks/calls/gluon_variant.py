@@ -6,9 +6,11 @@ Each is checked like a tuning trial (gen.gpu_measure.check: NaN in unreferenced 
 kernel (e.g. q_regs with the narrow kernel) is shown as "-".
 
   python3 benchmarks/calls/gluon_variant.py q_regs=4 p_regs=True q_regs=4+p_regs=True [--rows bf16:128:128,...]
+      [--reps N]
   (on the GPU after `pip install .`; rows are FORMAT:H:T with FORMAT one of the suite's formats,
   gen/suite.py's SUITE_FORMATS, timing the H200 table's entry, or FORMAT:H:T:CONFIG timing that Gluon config,
-  e.g. fp8:16:256:h16.s1.w12.st2; default: the bf16 rows of issue 7 that trail FlashInfer)
+  e.g. fp8:16:256:h16.s1.w12.st2; default: the bf16 rows of issue 7 that trail FlashInfer). --reps N (session 48)
+times each kernel N times, the kernels in alternating orders, and shows the median.
 """
 import dataclasses
 import re
@@ -83,6 +85,10 @@ def main(argv: list[str]) -> None:
     if "--rows" in argv:
         rows_arg = argv[argv.index("--rows") + 1]
         argv = argv[:argv.index("--rows")] + argv[argv.index("--rows") + 2:]
+    reps = 1
+    if "--reps" in argv:
+        reps = int(argv[argv.index("--reps") + 1])
+        argv = argv[:argv.index("--reps")] + argv[argv.index("--reps") + 2:]
     variants = [parse_variant(a) for a in argv]
     dev = torch.device("cuda")
     state = _State()  # the tuner's poisoned inputs, reference rows and timing sets, one spec at a time
@@ -96,16 +102,24 @@ def main(argv: list[str]) -> None:
         spec, T, cfg = entry
         fmt, H = row.split(":")[:2]
         kw, sets, ref = state.get(spec, T)
-        res = []
-        for fields in [None] + variants:
+        kernels = [None] + variants
+        res, times = {}, {i: [] for i in range(len(kernels))}
+        for i, fields in enumerate(kernels):  # each checked first
             try:
                 with_fields(fields)
                 m = check(spec, cfg, kw, ref)
-                res.append(f"{time_calls(_calls(sets, cfg))[0]:.1f}" if m.ok else f"FAILED ({m.reason})")
+                if not m.ok:
+                    res[i] = f"FAILED ({m.reason})"
             except ValueError as e:  # the variant does not exist for this kernel
-                res.append("-")
+                res[i] = "-"
                 print(f"{row} {fields}: {e}", flush=True)
+        for rep in range(reps):  # then timed, in alternating orders
+            order = range(len(kernels)) if rep % 2 == 0 else reversed(range(len(kernels)))
+            for i in (i for i in order if i not in res):
+                with_fields(kernels[i])
+                times[i].append(time_calls(_calls(sets, cfg))[0])
         with_fields(None)
+        res = [res.get(i) or f"{sorted(times[i])[len(times[i]) // 2]:.1f}" for i in range(len(kernels))]
         line = f"| {fmt} | {H} | {T} | {config_label(cfg)} | " + " | ".join(res) + " |"
         print(line, flush=True)
         lines.append(line)
