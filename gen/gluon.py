@@ -207,6 +207,10 @@ class GluonKernel:
     # operands, V^T as wgmma's A straight from registers. Its tiling is its own (two 36 KB stages, two programs an SM),
     # so the config's warps and stages do not apply. The runtime's rule (runtime/triton_backend.raw_for) picks it.
     raw: bool = False
+    # Group C (an fp8 cache's dequantizing kernels, wide and narrow) prefetches the next tile's rows into L2 as it loads
+    # a tile (True, the kernels as measured since session 13), or not (False: an experiment, session 48, after the raw
+    # kernel ran 1.04-1.18x faster without its prefetch on an H100; benchmarks/calls/gluon_variant.py c_prefetch=False).
+    c_prefetch: bool = True
     # The raw kernel's L2 prefetch distance: G gathering tile j prefetches tile j + l2_ahead's rows into L2 (0: none).
     # 1 is the kernel as measured in sessions 42-48; other distances are experiments (benchmarks/calls/
     # gluon_variant.py l2_ahead=2).
@@ -227,6 +231,9 @@ class GluonKernel:
         if self.l2_ahead != 1 and not (self.raw and 0 <= self.l2_ahead <= 4):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_ahead={self.l2_ahead}: "
                              "expected 1, or 0-4 with raw=True (only the raw kernel's gather prefetches into L2)")
+        if not self.c_prefetch and (self.raw or self.spec.kv_format == "auto"):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with c_prefetch=False: expected an "
+                             "fp8 cache's dequantizing kernel (raw=False; its group C prefetches)")
         if self.q_by_compute is None:
             object.__setattr__(self, "q_by_compute", self.spec.kv_format != "auto" or self.narrow)
         if self.q_async is None:
@@ -296,7 +303,7 @@ class GluonKernel:
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
                  ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("pb", self.parts_bf16),
-                 ("prof", self.profile)]
+                 ("ncp", not self.c_prefetch), ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
     @property
@@ -316,5 +323,5 @@ class GluonKernel:
                     p_regs=self.p_regs, q_async=self.q_async, persistent=self.persistent, staged_out=self.staged_out,
                     tail_split=self.tail_split, pdl_wait=self.pdl_wait,
                     ready_fence=self.ready_fence, bf16_scale=self.bf16_scale, parts_bf16=self.parts_bf16,
-                    profile=self.profile,
+                    profile=self.profile, c_prefetch=self.c_prefetch,
                     sync_floats=SYNC_FLOATS)

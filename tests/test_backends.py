@@ -632,6 +632,21 @@ def test_the_raw_kernels_l2_prefetch_distance_is_a_variant_of_its_own():
             GluonKernel(**kernel)
 
 
+def test_the_dequantizing_kernels_prefetch_is_a_variant_of_its_own():
+    # GluonKernel.c_prefetch (session 48): group C prefetches the next tile into L2 (the shipped kernels), or not (ncp);
+    # only the dequantizing kernels of an fp8 cache have a group C
+    from sparsemla.gen.gluon import GluonKernel
+    from sparsemla.gen.render import render_source
+    m1 = KernelSpec(kv_format="model1", d_qk=512, num_heads=16, arch="sm90", page_size=64)
+    shipped, without = GluonKernel(m1, 16), GluonKernel(m1, 16, c_prefetch=False)
+    assert "ncp" not in shipped.key and without.key.endswith("-ncp")
+    assert "_prefetch_l2(kv_fp8" in render_source(shipped) and "_prefetch_l2(kv_fp8" not in render_source(without)
+    fp8 = KernelSpec(kv_format="fp8_e4m3", num_heads=16, arch="sm90")
+    for kernel in (dict(spec=KernelSpec(num_heads=16, arch="sm90"), block_h=16), dict(spec=fp8, block_h=16, raw=True)):
+        with pytest.raises(ValueError, match="c_prefetch=False"):
+            GluonKernel(**kernel, c_prefetch=False)
+
+
 def test_bfloat16_partials_are_the_gluon_kernels_split_k_rule(monkeypatch):
     # runtime/triton_backend.parts_bf16_for (SPARSEMLA_PARTS_BF16): the Gluon kernels' split-K launches, narrow and
     # wide, write bfloat16 partials (GluonKernel.parts_bf16) for the combine's PARTS_BF16; not with one split (no
