@@ -215,6 +215,9 @@ class GluonKernel:
     # 1 is the kernel as measured in sessions 42-48; other distances are experiments (benchmarks/calls/
     # gluon_variant.py l2_ahead=2).
     l2_ahead: int = 1
+    # ... issued after tile j's cp.asyncs, not before them (an experiment, session 48: whether the prefetch's cost is
+    # the delay of the tile's own copies)
+    l2_late: bool = False
 
     @property
     def template(self) -> str:
@@ -231,6 +234,9 @@ class GluonKernel:
         if self.l2_ahead != 1 and not (self.raw and 0 <= self.l2_ahead <= 4):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_ahead={self.l2_ahead}: "
                              "expected 1, or 0-4 with raw=True (only the raw kernel's gather prefetches into L2)")
+        if self.l2_late and not (self.raw and self.l2_ahead):
+            raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_late=True: expected raw=True "
+                             "and l2_ahead > 0 (a prefetch to issue late)")
         if not self.c_prefetch and (self.raw or self.spec.kv_format == "auto"):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with c_prefetch=False: expected an "
                              "fp8 cache's dequantizing kernel (raw=False; its group C prefetches)")
@@ -296,6 +302,7 @@ class GluonKernel:
         """What sets this variant apart, as name parts (after the spec's key and "gluon")."""
         if self.raw:  # (its tiling is its own: only the launch's PDL wait sets its variants apart)
             return (["h16", "raw"] + ([f"pf{self.l2_ahead}"] if self.l2_ahead != 1 else [])
+                    + (["pfl"] if self.l2_late else [])
                     + (["pw"] if self.pdl_wait else []))
         parts = []
         if self.narrow:
@@ -316,7 +323,7 @@ class GluonKernel:
 
     def template_context(self) -> dict:
         if self.raw:
-            return dict(kspec=self.spec, pdl_wait=self.pdl_wait, l2_ahead=self.l2_ahead)
+            return dict(kspec=self.spec, pdl_wait=self.pdl_wait, l2_ahead=self.l2_ahead, l2_late=self.l2_late)
         return dict(kspec=self.spec, cache=cache_descs(self.spec)[0], x=self.spec.extra_topk > 0, narrow=self.narrow,
                     block_h=self.block_h,
                     loaders=self.loaders, stages=self.stages, q_by_compute=self.q_by_compute, q_regs=self.q_regs,

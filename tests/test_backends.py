@@ -627,8 +627,12 @@ def test_the_raw_kernels_l2_prefetch_distance_is_a_variant_of_its_own():
     assert "hi, j + 2)" in render_source(GluonKernel(fp8, 16, raw=True, l2_ahead=2))
     assert "_prefetch_tile(" not in render_source(GluonKernel(fp8, 16, raw=True, l2_ahead=0))
     assert "static_range(2, 3)" in render_source(GluonKernel(fp8, 16, raw=True, l2_ahead=3))
-    for kernel in (dict(spec=fp8, block_h=16, l2_ahead=2), dict(spec=fp8, block_h=16, raw=True, l2_ahead=5)):
-        with pytest.raises(ValueError, match="l2_ahead="):
+    late = render_source(GluonKernel(fp8, 16, raw=True, l2_late=True))  # after the tile's copies
+    assert late.index("_cp_async(stage_r") < late.index("hi, j + 1)")
+    assert render_source(shipped).index("hi, j + 1)") < render_source(shipped).index("_cp_async(stage_r")
+    for kernel in (dict(spec=fp8, block_h=16, l2_ahead=2), dict(spec=fp8, block_h=16, raw=True, l2_ahead=5),
+                   dict(spec=fp8, block_h=16, raw=True, l2_ahead=0, l2_late=True)):
+        with pytest.raises(ValueError, match="l2_ahead=|l2_late="):
             GluonKernel(**kernel)
 
 
