@@ -211,10 +211,11 @@ class GluonKernel:
     # a tile (True, the kernels as measured since session 13), or not (False: an experiment, session 48, after the raw
     # kernel ran 1.04-1.18x faster without its prefetch on an H100; benchmarks/calls/gluon_variant.py c_prefetch=False).
     c_prefetch: bool = True
-    # The raw kernel's L2 prefetch distance: G gathering tile j prefetches tile j + l2_ahead's rows into L2 (0: none).
-    # 1 is the kernel as measured in sessions 42-48; other distances are experiments (benchmarks/calls/
-    # gluon_variant.py l2_ahead=2).
-    l2_ahead: int = 1
+    # The raw kernel's L2 prefetch distance: G gathering tile j prefetches tile j + l2_ahead's rows into L2 first (0:
+    # none). 0 since session 48: the kernel of sessions 42-47 prefetched one tile ahead, and on an H100 ran 1.04-1.18x
+    # faster without it in all 9 rows timed (fp8, fp8_nope, fp8_ds_mla, T = 64-256, 16 and 32 heads), two and three
+    # tiles ahead slower still (benchmarks/results/session48/README.md, calls 4-5).
+    l2_ahead: int = 0
     # ... issued after tile j's cp.asyncs, not before them (an experiment, session 48: whether the prefetch's cost is
     # the delay of the tile's own copies)
     l2_late: bool = False
@@ -231,9 +232,9 @@ class GluonKernel:
             why = raw_problem(self)
             if why:
                 raise ValueError(f"no raw Gluon kernel for {self.spec.key} ({self.key}): expected {why}")
-        if self.l2_ahead != 1 and not (self.raw and 0 <= self.l2_ahead <= 4):
+        if self.l2_ahead and not (self.raw and 0 < self.l2_ahead <= 4):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_ahead={self.l2_ahead}: "
-                             "expected 1, or 0-4 with raw=True (only the raw kernel's gather prefetches into L2)")
+                             "expected 0, or 1-4 with raw=True (only the raw kernel's gather prefetches into L2)")
         if self.l2_late and not (self.raw and self.l2_ahead):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_late=True: expected raw=True "
                              "and l2_ahead > 0 (a prefetch to issue late)")
@@ -301,7 +302,7 @@ class GluonKernel:
     def _variant(self) -> list[str]:
         """What sets this variant apart, as name parts (after the spec's key and "gluon")."""
         if self.raw:  # (its tiling is its own: only the launch's PDL wait sets its variants apart)
-            return (["h16", "raw"] + ([f"pf{self.l2_ahead}"] if self.l2_ahead != 1 else [])
+            return (["h16", "raw"] + ([f"pf{self.l2_ahead}"] if self.l2_ahead else [])
                     + (["pfl"] if self.l2_late else [])
                     + (["pw"] if self.pdl_wait else []))
         parts = []
