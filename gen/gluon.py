@@ -207,10 +207,11 @@ class GluonKernel:
     # operands, V^T as wgmma's A straight from registers. Its tiling is its own (two 36 KB stages, two programs an SM),
     # so the config's warps and stages do not apply. The runtime's rule (runtime/triton_backend.raw_for) picks it.
     raw: bool = False
-    # Group C (an fp8 cache's dequantizing kernels, wide and narrow) prefetches the next tile's rows into L2 as it loads
-    # a tile (True, the kernels as measured since session 13), or not (False: an experiment, session 48, after the raw
-    # kernel ran 1.04-1.18x faster without its prefetch on an H100; benchmarks/calls/gluon_variant.py c_prefetch=False).
-    c_prefetch: bool = True
+    # Group C (an fp8 cache's dequantizing kernels) prefetches the next tile's rows into L2 as it loads a tile (True),
+    # or not (False). None: the rule measured on an H100 in session 48 (benchmarks/results/session48/README.md, calls
+    # 10-11): on in the wide kernel (0.88-1.04x without it in 6 rows: it helps one-split fp8_ds_mla and model1 at
+    # T=128), off in the narrow one (1.01-1.22x faster without it in all 13 rows timed, 16 and 32 heads, split or not).
+    c_prefetch: bool | None = None
     # The raw kernel's L2 prefetch distance: G gathering tile j prefetches tile j + l2_ahead's rows into L2 first (0:
     # none). 0 since session 48: the kernel of sessions 42-47 prefetched one tile ahead, and on an H100 ran 1.04-1.18x
     # faster without it in all 9 rows timed (fp8, fp8_nope, fp8_ds_mla, T = 64-256, 16 and 32 heads), two and three
@@ -238,6 +239,8 @@ class GluonKernel:
         if self.l2_late and not (self.raw and self.l2_ahead):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_late=True: expected raw=True "
                              "and l2_ahead > 0 (a prefetch to issue late)")
+        if self.c_prefetch is None:
+            object.__setattr__(self, "c_prefetch", not (self.narrow and self.spec.kv_format != "auto" and not self.raw))
         if not self.c_prefetch and (self.raw or self.spec.kv_format == "auto"):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with c_prefetch=False: expected an "
                              "fp8 cache's dequantizing kernel (raw=False; its group C prefetches)")
@@ -310,8 +313,8 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
-                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("pw", self.pdl_wait), ("pb", self.parts_bf16),
-                 ("ncp", not self.c_prefetch), ("prof", self.profile)]
+                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("ncp", not self.c_prefetch),
+                 ("pw", self.pdl_wait), ("pb", self.parts_bf16), ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
     @property
