@@ -240,7 +240,7 @@ class GluonKernel:
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_late=True: expected raw=True "
                              "and l2_ahead > 0 (a prefetch to issue late)")
         if self.c_prefetch is None:
-            object.__setattr__(self, "c_prefetch", not (self.narrow and self.spec.kv_format != "auto" and not self.raw))
+            object.__setattr__(self, "c_prefetch", self._c_prefetch_rule)
         if not self.c_prefetch and (self.raw or self.spec.kv_format == "auto"):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with c_prefetch=False: expected an "
                              "fp8 cache's dequantizing kernel (raw=False; its group C prefetches)")
@@ -298,6 +298,12 @@ class GluonKernel:
                    staged_out=staged_out, tail_split=tail_split, pdl_wait=pdl_wait, parts_bf16=parts_bf16, raw=raw)
 
     @property
+    def _c_prefetch_rule(self) -> bool:
+        """c_prefetch's rule (the field's comment): off in the narrow kernel's group C (its key names only a departure:
+        cp, ncp)."""
+        return not (self.narrow and self.spec.kv_format != "auto" and not self.raw)
+
+    @property
     def narrow(self) -> bool:
         return self.block_h < 64
 
@@ -313,7 +319,8 @@ class GluonKernel:
             parts += [f"h{self.block_h}", f"l{self.loaders}"] + (["s1"] if self.stages == 1 else [])
         flags = [("qc", self.q_by_compute), (f"qr{self.q_regs}", self.q_regs), ("pr", self.p_regs),
                  ("ql", not self.q_async), ("ps", self.persistent), ("so", self.staged_out), ("ts", self.tail_split),
-                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence), ("ncp", not self.c_prefetch),
+                 ("bs", self.bf16_scale), ("nrf", not self.ready_fence),
+                 (("cp" if self.c_prefetch else "ncp"), self.c_prefetch != self._c_prefetch_rule),
                  ("pw", self.pdl_wait), ("pb", self.parts_bf16), ("prof", self.profile)]
         return parts + [name for name, on in flags if on]
 
