@@ -652,7 +652,8 @@ def test_the_dequantizing_kernels_prefetch_is_on_in_the_wide_kernel_only():
     assert "_prefetch_l2(kv_fp8" in render_source(on) and on.key.endswith("-cp")
     assert "_prefetch_l2(kv_fp8" not in render_source(off) and off.key.endswith("-ncp")
     fp8 = KernelSpec(kv_format="fp8_e4m3", num_heads=16, arch="sm90")
-    assert GluonKernel(fp8, 16, raw=True).c_prefetch and GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16).c_prefetch
+    assert GluonKernel(fp8, 16, raw=True).c_prefetch  # (no group C: the field means nothing there)
+    assert GluonKernel(KernelSpec(num_heads=16, arch="sm90"), 16).c_prefetch
     for kernel in (dict(spec=KernelSpec(num_heads=16, arch="sm90"), block_h=16), dict(spec=fp8, block_h=16, raw=True)):
         with pytest.raises(ValueError, match="c_prefetch=False"):
             GluonKernel(**kernel, c_prefetch=False)
