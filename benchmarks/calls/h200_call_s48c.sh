@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Session 48, after the L2 prefetches were dropped from the raw kernel (GluonKernel.l2_ahead 0; on an H100 1.04-1.18x
-# faster without it, calls 4-5) and from the narrow dequantizing kernel (c_prefetch's rule, calls 10-11). Any sm90 card
+# faster without it, calls 5-6) and from the narrow dequantizing kernel (c_prefetch's rule, calls 14-15). Any sm90 card
 # (printed); the bench steps on the H200 only. Variants are checked like a tuning
 # trial and timed 5 times in alternating orders in one process (gluon_variant.py --reps 5).
 # 1) the raw kernel as shipped against the prefetch one tile ahead (l2_ahead=1, the kernel of sessions 42-47), and
 #    issued after the tile's copies (+l2_late), on issue 7's fp8 T=256 H=16 rows and fp8 T=128;
 # 2) H200: the suite's fp8 / fp8_nope / fp8_ds_mla T=256 H=16 rows benched against FlashInfer;
 # 3) the dequantizing Gluon kernels' group C with its next-tile prefetch and without (c_prefetch=True / False; shipped:
-#    on in the wide kernel, off in the narrow one, by calls 10-11 on an H100) on the table's model1, fp8 and
+#    on in the wide kernel, off in the narrow one, by calls 14-15 on an H100) on the table's model1, fp8 and
 #    fp8_ds_mla Gluon entries of the suite's shapes (narrow and wide, split and not);
 # 4) H200: the suite's three raw formats' T=128 H=16 rows.
 # $OUT is packed after each step.
