@@ -209,12 +209,12 @@ class GluonKernel:
     raw: bool = False
     # Group C (an fp8 cache's dequantizing kernels) prefetches the next tile's rows into L2 as it loads a tile (True),
     # or not (False). None: the rule measured on an H100 in session 48 (benchmarks/results/session48/README.md, calls
-    # 14-15): on in the wide kernel (0.88-1.04x without it in 6 rows: it helps one-split fp8_ds_mla and model1 at
+    # 14-15): on in the wide kernel (0.88-1.05x without it in 6 rows: it helps one-split fp8_ds_mla and model1 at
     # T=128), off in the narrow one (1.01-1.22x faster without it in all 13 rows timed, 16 and 32 heads, split or not).
     c_prefetch: bool | None = None
     # The raw kernel's L2 prefetch distance: G gathering tile j prefetches tile j + l2_ahead's rows into L2 first (0:
-    # none). 0 since session 48: the kernel of sessions 42-47 prefetched one tile ahead, and on an H100 ran 1.04-1.18x
-    # faster without it in all 9 rows timed (fp8, fp8_nope, fp8_ds_mla, T = 64-256, 16 and 32 heads), two and three
+    # none). 0 since session 48: the kernel of sessions 42-47 prefetched one tile ahead, and on an H100 ran 1.02-1.20x
+    # faster without it in all 10 rows timed (fp8, fp8_nope, fp8_ds_mla, T = 64-256, 16 and 32 heads), two and three
     # tiles ahead slower still (benchmarks/results/session48/README.md, calls 5-6).
     l2_ahead: int = 0
     # ... issued after tile j's cp.asyncs, not before them (an experiment, session 48: whether the prefetch's cost is

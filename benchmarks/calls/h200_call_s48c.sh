@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 48, after the L2 prefetches were dropped from the raw kernel (GluonKernel.l2_ahead 0; on an H100 1.04-1.18x
+# Session 48, after the L2 prefetches were dropped from the raw kernel (GluonKernel.l2_ahead 0; on an H100 1.02-1.20x
 # faster without it, calls 5-6) and from the narrow dequantizing kernel (c_prefetch's rule, calls 14-15). Any sm90 card
 # (printed); the bench steps on the H200 only. Variants are checked like a tuning
 # trial and timed 5 times in alternating orders in one process (gluon_variant.py --reps 5).
