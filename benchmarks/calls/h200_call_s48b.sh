@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 48 (any sm90 card; the card is printed, and only the H200's times may decide the H200's defaults): the L2
 # prefetches' A/Bs, each variant checked like a tuning trial and timed 5 times in alternating orders in one process
-# (gluon_variant.py --reps 5). 1) the raw kernel without its prefetch (GluonKernel.l2_ahead=0; on an H100 1.04-1.18x
+# (gluon_variant.py --reps 5). 1) the raw kernel without its prefetch (GluonKernel.l2_ahead=0; on an H100 1.02-1.20x
 # faster in 10 rows, calls 5-6) and with it issued after the tile's copies (l2_late=True) on issue 7's fp8 T=256 H=16
 # rows and T=128; 2) the dequantizing Gluon kernels' group C
 # without its next-tile prefetch (c_prefetch=False) on the H200 table's model1, fp8 and fp8_ds_mla Gluon entries of
