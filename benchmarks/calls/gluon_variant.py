@@ -28,7 +28,8 @@ from sparsemla.runtime.dispatch import select_config
 
 DEFAULT_ROWS = "bf16:128:16,bf16:128:32,bf16:128:128,bf16:64:128,bf16_nope:128:128,bf16:128:4096"
 _PLAIN_FOR_CONFIG = GluonKernel.__dict__["for_config"]
-_DERIVED = ("q_by_compute", "q_async", "q_regs", "bf16_scale", "c_prefetch")  # GluonKernel fields whose None means "by rule"
+# GluonKernel fields whose None means "by rule"
+_DERIVED = ("q_by_compute", "q_async", "q_regs", "bf16_scale", "c_prefetch")
 
 
 def with_fields(fields: dict | None):
