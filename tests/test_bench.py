@@ -101,6 +101,15 @@ def test_rows_that_failed_are_measured_again(tmp_path, measured):
     assert asked == [rows[1]]
 
 
+def _merge_bench():
+    """benchmarks/merge_bench.py as a module (a script, not in the package)."""
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "merge_bench.py"
+    spec = importlib.util.spec_from_file_location("merge_bench", path)
+    merge_bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(merge_bench)
+    return merge_bench
+
+
 def test_a_run_records_the_runtime_options_it_ran_with(monkeypatch):
     # a bench run with a non-default runtime option (e.g. SPARSEMLA_TAIL_SPLIT=1) says so in its provenance, its
     # Markdown and merge_bench's list of runs; its journal key differs from a run without it
@@ -114,10 +123,7 @@ def test_a_run_records_the_runtime_options_it_ran_with(monkeypatch):
     assert opts == {"SPARSEMLA_PDL_WAIT": "1", "SPARSEMLA_TAIL_SPLIT": "1"}
     assert bench.options_note({"options": opts}) == " Runtime options: SPARSEMLA_PDL_WAIT=1, SPARSEMLA_TAIL_SPLIT=1."
     assert bench.options_note({}) == ""  # a run from before options were recorded
-    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "merge_bench.py"
-    spec = importlib.util.spec_from_file_location("merge_bench", path)
-    merge_bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(merge_bench)
+    merge_bench = _merge_bench()
     prov = dict(gpu="NVIDIA H200", date="2026-12-05T00:00:00+00:00", template_hash="abc", triton="3.6.0",
                 flashinfer="0.7.2", torch="2.11", options=opts)
     res = dict(runs=[dict(provenance=prov, ceilings=dict(copy_gbs=4250.0, bf16_tflops=690.0), formats=["bf16"])],
@@ -126,10 +132,7 @@ def test_a_run_records_the_runtime_options_it_ran_with(monkeypatch):
 
 
 def test_a_run_merged_twice_is_listed_once(tmp_path):
-    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "merge_bench.py"
-    spec = importlib.util.spec_from_file_location("merge_bench", path)
-    merge_bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(merge_bench)
+    merge_bench = _merge_bench()
     prov = dict(gpu="NVIDIA H200", date="2026-12-05T00:00:00+00:00", template_hash="abc", triton="3.6.0",
                 flashinfer="0.7.2", torch="2.11")
     row = dict(format="bf16", T=4, H=16, config=dict(block_n=32))
