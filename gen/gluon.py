@@ -241,7 +241,7 @@ class GluonKernel:
                              "and l2_ahead > 0 (a prefetch to issue late)")
         if self.c_prefetch is None:
             object.__setattr__(self, "c_prefetch", self._c_prefetch_rule)
-        if not self.c_prefetch and (self.raw or self.spec.kv_format == "auto"):
+        if not self.c_prefetch and not self._has_group_c:
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with c_prefetch=False: expected an "
                              "fp8 cache's dequantizing kernel (raw=False; its group C prefetches)")
         if self.q_by_compute is None:
@@ -298,10 +298,15 @@ class GluonKernel:
                    staged_out=staged_out, tail_split=tail_split, pdl_wait=pdl_wait, parts_bf16=parts_bf16, raw=raw)
 
     @property
+    def _has_group_c(self) -> bool:
+        """Whether the kernel has a group C (an fp8 cache's dequantizing warp group)."""
+        return self.spec.kv_format != "auto" and not self.raw
+
+    @property
     def _c_prefetch_rule(self) -> bool:
         """c_prefetch's rule (the field's comment): off in the narrow kernel's group C (its key names only a departure:
         cp, ncp)."""
-        return not (self.narrow and self.spec.kv_format != "auto" and not self.raw)
+        return not (self.narrow and self._has_group_c)
 
     @property
     def narrow(self) -> bool:
