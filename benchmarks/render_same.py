@@ -16,11 +16,11 @@ from sparsemla.gen.gluon import GluonKernel, _tiling_problem
 from sparsemla.gen.spec import KernelSpec
 from sparsemla.gen.suite import HEADS, SUITE_FORMATS
 
-TEMPLATE = "sparse_mla_gluon.py.jinja"
+TEMPLATES = ("sparse_mla_gluon.py.jinja", "sparse_mla_gluon_raw.py.jinja")
 
 
 def variants():
-    """Every GluonKernel of the suite's specs: head blocks, loaders, stages, pdl_wait and profile."""
+    """Every GluonKernel of the suite's specs: head blocks, loaders, stages, pdl_wait, profile and raw."""
     for kv_format, d_qk, page in SUITE_FORMATS.values():
         for heads in HEADS:
             spec = KernelSpec(kv_format=kv_format, d_qk=d_qk, num_heads=heads, page_size=page)
@@ -31,11 +31,12 @@ def variants():
                             continue
                         for pdl_wait in (False, True):
                             for profile in (False, True):
-                                try:
-                                    yield GluonKernel(spec, block_h, loaders, stages, pdl_wait=pdl_wait,
-                                                      profile=profile)
-                                except ValueError:
-                                    continue
+                                for raw in (False, True):
+                                    try:
+                                        yield GluonKernel(spec, block_h, loaders, stages, pdl_wait=pdl_wait,
+                                                          profile=profile, raw=raw)
+                                    except ValueError:
+                                        continue
 
 
 def main() -> int:
@@ -44,15 +45,15 @@ def main() -> int:
     ap.add_argument("--removed", nargs="*", default=[], help="template fields the working tree no longer has")
     args = ap.parse_args()
     rev = args.rev
-    old = subprocess.run(["git", "show", f"{rev}:templates/{TEMPLATE}"], capture_output=True, text=True,
-                         check=True).stdout
+    old = {name: subprocess.run(["git", "show", f"{rev}:templates/{name}"], capture_output=True, text=True,
+                                check=True).stdout for name in TEMPLATES}
     new_source = render.template_source
     new_context = GluonKernel.template_context
     old_context = lambda kernel: {**new_context(kernel), **{name: False for name in args.removed}}  # noqa: E731
     same = differ = 0
     for kernel in variants():
         new = render.render_source(kernel)
-        render.template_source = lambda name: old if name == TEMPLATE else new_source(name)
+        render.template_source = lambda name: old[name] if name in old else new_source(name)
         GluonKernel.template_context = old_context
         try:
             before = render.render_source(dataclasses.replace(kernel))

@@ -212,10 +212,10 @@ class GluonKernel:
     # 14-15): on in the wide kernel (0.88-1.05x without it in 6 rows: it helps one-split fp8_ds_mla and model1 at
     # T=128), off in the narrow one (1.01-1.22x faster without it in all 13 rows timed, 16 and 32 heads, split or not).
     c_prefetch: bool | None = None
-    # The raw kernel's L2 prefetch distance: G gathering tile j prefetches tile j + l2_ahead's rows into L2 first (0:
-    # none). 0 since session 48: the kernel of sessions 42-47 prefetched one tile ahead, and on an H100 ran 1.02-1.20x
-    # faster without it in all 10 rows timed (fp8, fp8_nope, fp8_ds_mla, T = 64-256, 16 and 32 heads), two and three
-    # tiles ahead slower still (benchmarks/results/session48/README.md, calls 5-6).
+    # The raw kernel's L2 prefetch: G gathering tile j prefetches tile j + 1's rows into L2 first (1) or not (0). 0
+    # since session 48: the kernel of sessions 42-47 prefetched, and on an H100 ran 1.02-1.20x faster without it in all
+    # 10 rows timed (fp8, fp8_nope, fp8_ds_mla, T = 64-256, 16 and 32 heads); two and three tiles ahead were slower
+    # still and are gone (benchmarks/results/session48/README.md, calls 5-6).
     l2_ahead: int = 0
     # ... issued after tile j's cp.asyncs, not before them (an experiment, session 48: whether the prefetch's cost is
     # the delay of the tile's own copies)
@@ -233,9 +233,9 @@ class GluonKernel:
             why = raw_problem(self)
             if why:
                 raise ValueError(f"no raw Gluon kernel for {self.spec.key} ({self.key}): expected {why}")
-        if self.l2_ahead and not (self.raw and 0 < self.l2_ahead <= 4):
+        if self.l2_ahead and not (self.raw and self.l2_ahead == 1):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_ahead={self.l2_ahead}: "
-                             "expected 0, or 1-4 with raw=True (only the raw kernel's gather prefetches into L2)")
+                             "expected 0, or 1 with raw=True (only the raw kernel's gather prefetches into L2)")
         if self.l2_late and not (self.raw and self.l2_ahead):
             raise ValueError(f"no Gluon kernel for {self.spec.key} ({self.key}) with l2_late=True: expected raw=True "
                              "and l2_ahead > 0 (a prefetch to issue late)")

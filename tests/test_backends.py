@@ -615,9 +615,9 @@ def test_the_raw_fp8_kernel_is_the_rule_for_16_head_fp8_programs_without_splits(
 
 
 def test_the_raw_kernels_l2_prefetch_distance_is_a_variant_of_its_own():
-    # GluonKernel.l2_ahead (session 48): the raw kernel's G prefetches tile j + d into L2 as it gathers tile j; 0 (none)
-    # is the shipped kernel, 1 the kernel of sessions 42-47, 3 also prefetches the tile the first gathers skip; l2_late
-    # issues it after the tile's copies; refused elsewhere
+    # GluonKernel.l2_ahead (session 48): the raw kernel's G prefetches tile j + 1 into L2 as it gathers tile j; 0 (none)
+    # is the shipped kernel, 1 the kernel of sessions 42-47; l2_late issues it after the tile's copies; refused
+    # elsewhere, and further ahead
     from sparsemla.gen.gluon import GluonKernel
     from sparsemla.gen.render import render_source
     fp8 = KernelSpec(kv_format="fp8_e4m3", num_heads=16, arch="sm90")
@@ -627,11 +627,9 @@ def test_the_raw_kernels_l2_prefetch_distance_is_a_variant_of_its_own():
     before = GluonKernel(fp8, 16, raw=True, l2_ahead=1)
     assert before.key.endswith("-gluon-h16-raw-pf1") and "hi, j + 1)" in render_source(before)
     assert render_source(before).index("hi, j + 1)") < render_source(before).index("_cp_async(stage_r")
-    assert "hi, j + 2)" in render_source(GluonKernel(fp8, 16, raw=True, l2_ahead=2))
-    assert "static_range(2, 3)" in render_source(GluonKernel(fp8, 16, raw=True, l2_ahead=3))
     late = render_source(GluonKernel(fp8, 16, raw=True, l2_ahead=1, l2_late=True))  # after the tile's copies
     assert late.index("_cp_async(stage_r") < late.index("hi, j + 1)")
-    for kernel in (dict(spec=fp8, block_h=16, l2_ahead=2), dict(spec=fp8, block_h=16, raw=True, l2_ahead=5),
+    for kernel in (dict(spec=fp8, block_h=16, l2_ahead=2), dict(spec=fp8, block_h=16, raw=True, l2_ahead=2),
                    dict(spec=fp8, block_h=16, raw=True, l2_late=True)):
         with pytest.raises(ValueError, match="l2_ahead=|l2_late="):
             GluonKernel(**kernel)
