@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The next planned call (h200_call_s48c.sh, ~4-6 min): the raw kernel without its L2 prefetch (session 48's default)
-# against it, the suite's raw rows benched on the H200 (T=256 then T=128, 16 heads), and the dequantizing kernels'
-# group C without its prefetch. (Session 41's s41a, the shipped kernels' floors, and session 39's s39b's s37c,
-# H200-only split counts, are still prepared.)
+# The next planned call (h200_call_s49a.sh, ~3-6 min, the H200 only): session 48's s48c reordered, issue 7's rows
+# first: the raw rows benched at T=256 H=16 (the raw kernel without its L2 prefetch, session 48's default), that
+# kernel against the prefetch, the T=128 rows, then the dequantizing kernels' group C with and without its prefetch.
+# (Session 41's s41a, the shipped kernels' floors, and session 39's s39b's s37c, H200-only split counts, are still
+# prepared.)
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 here="$(dirname "$0")"
-bash "$here/calls/h200_call_s48c.sh"
+bash "$here/calls/h200_call_s49a.sh"
