@@ -614,7 +614,7 @@ def test_the_raw_fp8_kernel_is_the_rule_for_16_head_fp8_programs_without_splits(
             GluonKernel(spec, bh, raw=True)
 
 
-def test_the_raw_kernels_l2_prefetch_distance_is_a_variant_of_its_own():
+def test_the_raw_kernels_l2_prefetch_is_a_variant_of_its_own():
     # GluonKernel.l2_ahead (session 48): the raw kernel's G prefetches tile j + 1 into L2 as it gathers tile j; 0 (none)
     # is the shipped kernel, 1 the kernel of sessions 42-47; l2_late issues it after the tile's copies; refused
     # elsewhere, and further ahead
