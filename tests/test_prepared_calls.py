@@ -48,13 +48,14 @@ PREPARED = ["benchmarks/h200_session.sh", "benchmarks/h200_steps.sh", "benchmark
             "benchmarks/calls/h200_call_s43b.sh", "benchmarks/calls/h200_call_s43c.sh",
             "benchmarks/calls/h200_call_s43d.sh", "benchmarks/calls/h200_call_s44a.sh",
             "benchmarks/calls/h200_call_s45a.sh", "benchmarks/calls/h200_call_s45b.sh",
-            "benchmarks/calls/h200_call_s48c.sh", "benchmarks/calls/h200_call_s49a.sh"]
+            "benchmarks/calls/h200_call_s49a.sh"]
 # (h200_call_s34f.sh to s34j.sh need commit 0817c6a: parts16.py and combine16_time.py set GluonKernel.parts_f16 and
 # the combine's PARTS_F16, measured and removed in session 35. h200_call_s37b.sh's two-gatherer configs and
 # h200_call_s37d.sh's ready_parts.py need commit 1f3eff6: measured and removed in session 37; s37b's gather_probe.py ran
 # on its own, as session 37's calls 2 and 4. h200_call_s38a.sh and s38b.sh need commit 25d5c84: GluonKernel.pairs,
 # measured in session 39 and removed. h200_call_s42f.sh needs commit 621f5db: the raw kernel's split-K, measured in
-# session 42 and removed.)
+# session 42 and removed. h200_call_s48c.sh, never run, is at commit 8c6d0cb: h200_call_s49a.sh
+# has its steps.)
 CUDA_AT_IMPORT = {"benchmarks/gpu_correctness.py"}  # builds its problems on the GPU at import
 
 

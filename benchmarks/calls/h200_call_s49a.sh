@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Session 49: s48c's steps reordered so that a call cut short (a tight device budget: run it with the time left as
-# its limit) keeps what matters most first. The H200 only (stops at once on another card: s48c's A/Bs already ran
-# on an H100 in session 48). $OUT is packed after each step.
+# Session 49: session 48's h200_call_s48c.sh (never run; removed, commit 8c6d0cb has it) with its steps reordered so
+# that a call cut short (a tight device budget: run it with the time left as its limit) keeps what matters most
+# first. The H200 only (stops at once on another card: s48c's A/Bs already ran on an H100 in session 48). $OUT is
+# packed after each step.
 # 1) the suite's fp8 / fp8_nope / fp8_ds_mla T=256 H=16 rows (issue 7's) benched against FlashInfer with the raw
 #    kernel as shipped since session 48 (no L2 prefetch);
 # 2) that kernel against the prefetch one tile ahead (l2_ahead=1, sessions 42-47) and issued after the tile's copies
