@@ -438,11 +438,11 @@ def test_the_raw_fp8_kernel_compiles_fits_and_computes_on_e4m3():
     # GluonKernel.raw (templates/sparse_mla_gluon_raw.py.jinja, session 42): with rope or without, paged or not, with a
     # sink, LSE and topk_length or not, it builds for sm_90a with two programs' shared memory an SM, both products on
     # e4m3 wgmmas (18 or 16 for S^T against Q's two halves, 32 for P.V from registers) and none on bf16, the rows by
-    # cp.async (18 or 16 16-byte copies a thread a tile), V^T's operand by byte permutes; num_splits
-    # specialized to 1 as the launch does. fp8_ds_mla's (session 43): S^T's 16 e4m3 wgmmas (a
-    # group's 4 apart) and the rope's 4 on bf16, P.V's 32; 21 copies a thread a tile (the scales 8 bytes, the rope 4 x
-    # 16). Spills: none on Triton 3.6 (the H200's) nor 3.9; Triton 3.8 (torch 2.14's) spills 16 and 40 B in the paged
-    # variants with a sink (session 50), so other versions get a bound that catches a blow-up (session 43's was 140 B).
+    # cp.async (18 or 16 16-byte copies a thread a tile), V^T's operand by byte permutes; num_splits specialized to 1
+    # as the launch does. fp8_ds_mla's (session 43): S^T's 16 e4m3 wgmmas (a group's 4 apart) and the rope's 4 on bf16,
+    # P.V's 32; 21 copies a thread a tile (the scales 8 bytes, the rope 4 x 16). Spills: none on Triton 3.6 (the H200's)
+    # nor 3.9; Triton 3.8 (torch 2.14's) spills 16 and 40 B in the paged variants with a sink (session 50), so other
+    # versions get a bound that catches a blow-up (session 43's was 140 B).
     import triton
     for key, c in _compiled_json(_RAW_SCRIPT).items():
         rope = "qk576" in key

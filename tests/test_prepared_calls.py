@@ -54,8 +54,7 @@ PREPARED = ["benchmarks/h200_session.sh", "benchmarks/h200_steps.sh", "benchmark
 # h200_call_s37d.sh's ready_parts.py need commit 1f3eff6: measured and removed in session 37; s37b's gather_probe.py ran
 # on its own, as session 37's calls 2 and 4. h200_call_s38a.sh and s38b.sh need commit 25d5c84: GluonKernel.pairs,
 # measured in session 39 and removed. h200_call_s42f.sh needs commit 621f5db: the raw kernel's split-K, measured in
-# session 42 and removed. h200_call_s48c.sh, never run, is at commit 8c6d0cb: h200_call_s49a.sh
-# has its steps.)
+# session 42 and removed. h200_call_s48c.sh, never run, is at commit 8c6d0cb: h200_call_s49a.sh has its steps.)
 CUDA_AT_IMPORT = {"benchmarks/gpu_correctness.py"}  # builds its problems on the GPU at import
 
 
