@@ -3,7 +3,8 @@
 # first: the raw rows benched at T=256 H=16 (the raw kernel without its L2 prefetch, session 48's default), that
 # kernel against the prefetch, the T=128 rows, then the dequantizing kernels' group C with and without its prefetch.
 # (Session 41's s41a, the shipped kernels' floors, and session 39's s39b's s37c, H200-only split counts, are still
-# prepared.)
+# prepared.) Afterwards: where step 2 shows the H200 faster without the raw kernel's prefetch, as the H100 was,
+# apply benchmarks/results/session51/drop_raw_prefetch.patch (its H200_NUMBERS placeholder filled in).
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 here="$(dirname "$0")"
