@@ -1,8 +1,8 @@
-"""bf16 correctness of every format x feature on the GPU (the CPU suite cannot check bf16:
-Triton's interpreter multiplies raw bits in a bf16 tl.dot). Same traps as tests/: NaN in every
-unreferenced slot, -1 indices, topk_length, an all-invalid row, sinks (+/-inf too), an extra
-cache, LSE, split-K and direct write, q rows not 16-byte aligned, each with and without p_exchange (P through the per-program
-scratch); also the Gluon kernel (Config.gluon, every format; no extra cache there).
+"""bf16 correctness of every format x feature on the GPU (the CPU suite cannot check bf16: Triton's interpreter
+multiplies raw bits in a bf16 tl.dot). Same traps as tests/: NaN in every unreferenced slot, -1 indices, topk_length
+(past the list and below 0 too), an all-invalid row, sinks (+/-inf too), an extra cache, LSE, split-K and direct
+write, q rows not 16-byte aligned, each with and without p_exchange (P through the per-program scratch); also the
+Gluon kernel (Config.gluon, every format; no extra cache there).
 Prints one line per case; exits 1 on a failure. Arguments: format cases to run (default all), and
 `gluon` for the Gluon kernels' cases only (`narrow`: the narrow one's; `wide`: the wide one's with 4 splits, merged by
 the combine kernel; `st1`: the narrow one-stage cases; `fused`: those
@@ -83,7 +83,9 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         idx[3] = -1
         if TAIL:
             idx[-1] = -1  # a tail token with no valid slot: each of its splits is empty
-        tl_ = torch.tensor([topk, 100, topk, topk, 1, topk] * -(-T // 6), dtype=torch.int32)[:T]
+        # lengths past the list and below 0 count as its ends (tl_ / xlen as given, the clamped ones for the reference)
+        tl_given = torch.tensor([topk, 100, topk, topk + 7, 1, -2] * -(-T // 6), dtype=torch.int32)[:T]
+        tl_ = tl_given.clamp(0, topk)
         extra = {}
         sink = None
         x = dict(x_deq=None, x_indices=None, x_topk_length=None)
@@ -94,11 +96,13 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         elif features != "plain":
             xcache, xkw, xdeq = make_cache(fmt, d_qk, 512, page, torch.bfloat16, gen)
             xidx = random_indices(T, xtopk, 512, gen)
-            xlen = torch.tensor([xtopk, 3, 0, xtopk, xtopk, 10] * -(-T // 6), dtype=torch.int32)[:T]
+            xlen_given = torch.tensor([xtopk, 3, -1, xtopk + 5, xtopk, 10] * -(-T // 6), dtype=torch.int32)[:T]
+            xlen = xlen_given.clamp(0, xtopk)
             xcache = poison_unreferenced(xcache, fmt, page or 1, torch.cat([xidx[t, :int(xlen[t])] for t in range(T)]))
             sink = torch.randn(H, generator=gen)
             sink[0], sink[1] = math.inf, -math.inf
-            extra = dict(extra_kv_cache=xcache.to(dev), extra_indices=xidx.to(dev), extra_topk_length=xlen.to(dev),
+            extra = dict(extra_kv_cache=xcache.to(dev), extra_indices=xidx.to(dev),
+                         extra_topk_length=xlen_given.to(dev),
                          attn_sink=sink.to(dev), **({"extra_page_size": page} if fmt == "model1" else {}),
                          **({"extra_kv_scale": xkw["kv_scale"]} if "kv_scale" in xkw else {}))
             x = dict(x_deq=xdeq, x_indices=xidx, x_topk_length=xlen)
@@ -111,7 +115,7 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
             q_dev.copy_(q)
         try:
             out, lse = sparsemla.sparse_mla(q_dev, cache.to(dev), idx.to(dev), sm_scale=d_qk ** -0.5, kv_format=fmt,
-                                            topk_length=tl_.to(dev), return_lse=True, backend="triton",
+                                            topk_length=tl_given.to(dev), return_lse=True, backend="triton",
                                             config=Config(bh, 64, splits, warps, stages, p_exchange=px, gluon=gl), **kw,
                                             **extra)
         except ValueError as e:

@@ -77,7 +77,7 @@ def reference64(q, deq, indices, sm_scale, d_v, topk_length=None, sink=None, x_d
         for idx, length, table in ((indices, topk_length, deq), (x_indices, x_topk_length, x_deq)):
             if idx is None:
                 continue
-            n = idx.shape[1] if length is None else min(int(length[t]), idx.shape[1])
+            n = idx.shape[1] if length is None else max(0, min(int(length[t]), idx.shape[1]))
             sel = [int(s) for s in idx[t, :n] if 0 <= int(s) < table.shape[0]]
             if sel:
                 rows.append(table[sel])

@@ -141,6 +141,28 @@ def test_extra_cache(kv_format, d_qk, page, x_page):
         _check(out, lse, ref_out, ref_lse, torch.float16)
 
 
+@pytest.mark.parametrize("splits", [1, 3])
+def test_lengths_outside_the_list_count_as_its_ends(splits):
+    # A topk_length below 0 counts as 0 and one past the list as the whole list (SGLang's mask, pos < length), for
+    # either cache, in the Triton kernel and the PyTorch backend alike.
+    gen = torch.Generator().manual_seed(torch.seed() % (1 << 31))
+    T, H, topk, xtopk = 3, 16, 32, 24
+    tlen_given = torch.tensor([-5, topk + 9, 7], dtype=torch.int32)
+    xlen_given = torch.tensor([xtopk + 1, -1, 2 ** 31 - 1], dtype=torch.int32)
+    tlen, xlen = tlen_given.clamp(0, topk), xlen_given.clamp(0, xtopk)
+    cache, xcache, idx, xidx, deq, xdeq, kw = two_caches(
+        "auto", 576, None, None, torch.float16, gen, topk=topk, xtopk=xtopk, slots=192, x_slots=256, tlen=tlen,
+        xlen=xlen)
+    q = torch.randn(T, H, 576, generator=gen).half()
+    ref_out, ref_lse = reference64(q, deq, idx, 0.04, 512, topk_length=tlen, x_deq=xdeq, x_indices=xidx,
+                                   x_topk_length=xlen)
+    for backend, how in (("triton", dict(config=Config(16, 16, splits, 4, 1))), ("torch", {})):
+        out, lse = sparsemla.sparse_mla(q, cache, idx, sm_scale=0.04, topk_length=tlen_given, extra_kv_cache=xcache,
+                                        extra_indices=xidx, extra_topk_length=xlen_given, return_lse=True,
+                                        backend=backend, **how, **kw)
+        _check(out, lse, ref_out, ref_lse, torch.float16)
+
+
 @pytest.mark.parametrize("kv_format,d_qk,page,x_page", [("model1", 512, 64, 256), ("fp8_e4m3", 576, None, None)])
 def test_extra_cache_as_two_launches(kv_format, d_qk, page, x_page, monkeypatch):
     # triton_backend.PartsLaunch: one launch per cache writing split-K partials, then one merge (with the sink
