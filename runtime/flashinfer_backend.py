@@ -194,6 +194,11 @@ def _model1_pages_4d(view: KVCacheView) -> torch.Tensor:
     return torch.as_strided(pages, (n, view.page_size, 1, row), (pb, row, row, 1), pages.storage_offset())
 
 
+def _within(lengths, indices):
+    """lengths (None, or [T] int32) clamped to [0, the index rows' width]."""
+    return None if lengths is None else lengths.clamp(0, indices.shape[1])
+
+
 def sm120_arguments(q, view, indices, sm_scale, out, lse, *, topk_length=None, attn_sink=None,
                     extra_view=None, extra_indices=None, extra_topk_length=None, scratch=None):
     """(args, kwargs) for ``flashinfer.mla._sparse_mla_sm120._sparse_mla_sm120_paged_attention``.
@@ -204,13 +209,17 @@ def sm120_arguments(q, view, indices, sm_scale, out, lse, *, topk_length=None, a
     """
     T, H, _ = q.shape
     alloc = scratch or (lambda shape, dtype: torch.empty(shape, dtype=dtype, device=q.device))
+    # Lengths as the other backends read them (below 0 as 0, past the list as its end), so the kernel never reads
+    # past an index row
+    topk_length = _within(topk_length, indices)
     kwargs = dict(d_v=view.layout.d_v, topk_length=topk_length, attn_sink=attn_sink,
                   extra_kv_cache=None, extra_indices=None, extra_topk_length=None,
                   mid_out=None, mid_lse=None)
     extra_topk = 0
     if extra_view is not None:
         kwargs.update(extra_kv_cache=_model1_pages_4d(extra_view),
-                      extra_indices=extra_indices.contiguous(), extra_topk_length=extra_topk_length)
+                      extra_indices=extra_indices.contiguous(),
+                      extra_topk_length=_within(extra_topk_length, extra_indices))
         extra_topk = extra_indices.shape[1]
     if T <= SM120_DECODE_MAX_TOKENS:
         splits = -(-indices.shape[1] // SM120_SPLIT) + -(-extra_topk // SM120_SPLIT)

@@ -202,7 +202,7 @@ def test_sm120_argument_mapping():
     idx = torch.randint(0, 256, (T, topk), dtype=torch.int32)
     xidx = torch.randint(0, 128, (T, xtopk), dtype=torch.int32)
     out, lse = torch.empty(T, H, 512, dtype=torch.bfloat16), torch.empty(T, H)
-    tl = torch.full((T,), 50, dtype=torch.int32)
+    tl = torch.tensor([50, -3, topk + 1], dtype=torch.int32)  # (clamped to each list: [0, topk], [0, xtopk])
     sink = torch.zeros(H)
     args, kw = fb.sm120_arguments(q, view, idx, 0.1, out, lse, topk_length=tl, attn_sink=sink, extra_view=xview,
                                   extra_indices=xidx, extra_topk_length=tl)
@@ -211,7 +211,8 @@ def test_sm120_argument_mapping():
     assert q_a is q and idx_a is idx and out_a is out and lse_a is lse and scale == 0.1
     assert kv.shape == (4, 64, 1, 584) and kv.stride() == (pb, 584, 584, 1) and kv.data_ptr() == pages.data_ptr()
     assert kw["extra_kv_cache"].shape == (2, 64, 1, 584) and kw["extra_kv_cache"].data_ptr() == xpages.data_ptr()
-    assert kw["extra_indices"] is xidx and kw["topk_length"] is tl and kw["attn_sink"] is sink and kw["d_v"] == 512
+    assert kw["extra_indices"] is xidx and kw["attn_sink"] is sink and kw["d_v"] == 512
+    assert kw["topk_length"].tolist() == [50, 0, topk] and kw["extra_topk_length"].tolist() == [40, 0, xtopk]
     assert kw["mid_out"].shape == (T, H, 2 + 1, 512) and kw["mid_out"].dtype == torch.bfloat16  # ceil(100/64)+ceil(40/64)
     assert kw["mid_lse"].shape == (T, H, 3) and kw["mid_lse"].dtype == torch.float32
     q65 = torch.randn(65, H, 512, dtype=torch.bfloat16)
