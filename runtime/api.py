@@ -199,7 +199,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     q: [T, H, d_qk] bf16/fp16 (fp32 for tests); kv_cache: see ``kv_format``; indices:
     [T, topk] int32 global slot ids (``page * page_size + offset``), -1 = skip; topk (and an extra
     cache's) may be 0. topk_length: [T] int32, only the first topk_length[t] indices count (a length
-    below 0 as 0, one past topk as topk; so extra_topk_length).
+    below 0 as 0, one past topk as topk; extra_topk_length likewise).
     Returns [T, H, d_v] in q's dtype, or (out, lse) with lse [T, H] float32 (natural log,
     without the sink, +inf for a row with nothing valid, whose output is 0).
     ``check_indices`` (default: on for CPU tensors) raises on slot ids past the cache; the
