@@ -83,7 +83,8 @@ for case, (fmt, d_qk, page) in FORMAT_CASES.items():
         idx[3] = -1
         if TAIL:
             idx[-1] = -1  # a tail token with no valid slot: each of its splits is empty
-        # lengths past the list and below 0 count as its ends (tl_ / xlen as given, the clamped ones for the reference)
+        # lengths past the list and below 0 count as its ends: the kernel gets tl_given / xlen_given, the poisoning
+        # and the reference their clamped tl_ / xlen
         tl_given = torch.tensor([topk, 100, topk, topk + 7, 1, -2] * -(-T // 6), dtype=torch.int32)[:T]
         tl_ = tl_given.clamp(0, topk)
         extra = {}
