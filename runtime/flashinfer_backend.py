@@ -29,7 +29,7 @@ import torch
 
 from sparsemla.gen.spec import KernelSpec, next_pow2
 
-from .kvcache import KVCacheView
+from .kvcache import KVCacheView, valid_mask
 from .launch import capturing, kept_buffer, report_capture_buffers, stream_key
 
 LN2 = math.log(2.0)
@@ -128,15 +128,6 @@ def supports(spec: KernelSpec) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Pure argument mapping (unit-tested on the CPU)
 # ---------------------------------------------------------------------------------------------
-
-def valid_mask(indices: torch.Tensor, topk_length, num_slots: int) -> torch.Tensor:
-    """bool [T, topk]: entries the kernel must read (in range and inside topk_length)."""
-    valid = (indices >= 0) & (indices < num_slots)
-    if topk_length is not None:
-        pos = torch.arange(indices.shape[1], device=indices.device)
-        valid &= pos[None, :] < topk_length[:, None]
-    return valid
-
 
 def csr_indptr(lengths: torch.Tensor) -> torch.Tensor:
     """int32 [len + 1]: exclusive prefix sum of ``lengths``."""

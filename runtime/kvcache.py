@@ -133,6 +133,19 @@ def describe_cache(cache, kv_format: str, d_qk: int, d_v: int, *, name: str = "k
                        base.stride(1), views, scale)
 
 
+def valid_mask(indices: torch.Tensor, topk_length, num_slots: int) -> torch.Tensor:
+    """bool [T, topk]: the entries a kernel reads (slot in range, position before ``topk_length``).
+
+    One definition for the reference and the FlashInfer mapping: a length below 0 or past the
+    list reads as the list's end, as the Triton kernel's clamp does.
+    """
+    valid = (indices >= 0) & (indices < num_slots)
+    if topk_length is not None:
+        pos = torch.arange(indices.shape[1], device=indices.device)
+        valid &= pos[None, :] < topk_length[:, None].to(indices.device)
+    return valid
+
+
 def gather_rows(view: KVCacheView, slots: torch.Tensor) -> torch.Tensor:
     """float32 [*slots.shape, d_qk]: the dequantized rows of ``slots`` (invalid slots: zeros).
 

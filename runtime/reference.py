@@ -9,17 +9,9 @@ import math
 
 import torch
 
-from .kvcache import KVCacheView, gather_rows
+from .kvcache import KVCacheView, gather_rows, valid_mask
 
 _CHUNK_BYTES = 1 << 28
-
-
-def _valid_mask(view: KVCacheView, idx: torch.Tensor, topk_length) -> torch.Tensor:
-    valid = (idx >= 0) & (idx < view.num_slots)
-    if topk_length is not None:
-        pos = torch.arange(idx.shape[1], device=idx.device)
-        valid &= pos[None, :] < topk_length[:, None].to(idx.device)
-    return valid
 
 
 def sparse_mla_reference(q: torch.Tensor, view: KVCacheView, indices: torch.Tensor, sm_scale: float,
@@ -36,12 +28,12 @@ def sparse_mla_reference(q: torch.Tensor, view: KVCacheView, indices: torch.Tens
         t1 = min(T, t0 + chunk)
         idx = indices[t0:t1]
         kv = gather_rows(view, idx)
-        valid = _valid_mask(view, idx, None if topk_length is None else topk_length[t0:t1])
+        valid = valid_mask(idx, None if topk_length is None else topk_length[t0:t1], view.num_slots)
         if extra_view is not None:
             xidx = extra_indices[t0:t1]
             kv = torch.cat([kv, gather_rows(extra_view, xidx)], dim=1)
             xlen = None if extra_topk_length is None else extra_topk_length[t0:t1]
-            valid = torch.cat([valid, _valid_mask(extra_view, xidx, xlen)], dim=1)
+            valid = torch.cat([valid, valid_mask(xidx, xlen, extra_view.num_slots)], dim=1)
         kv = torch.where(valid[..., None], kv, 0.0)  # rows cut by topk_length may hold NaN
         qf = q[t0:t1].float()[..., :kv.shape[-1]]
         scores = torch.einsum("thd,tkd->thk", qf, kv) * sm_scale

@@ -26,7 +26,7 @@ from sparsemla.gen.spec import Config, KernelSpec  # noqa: E402
 from sparsemla.gen.tuned_table import TunedEntry  # noqa: E402
 from sparsemla.runtime import api, dispatch, triton_backend  # noqa: E402
 from sparsemla.runtime import flashinfer_backend as fb  # noqa: E402
-from sparsemla.runtime.kvcache import describe_cache  # noqa: E402
+from sparsemla.runtime.kvcache import describe_cache, valid_mask  # noqa: E402
 from sparsemla.runtime.reference import sparse_mla_reference  # noqa: E402
 
 from helpers import rel_err  # noqa: E402
@@ -124,7 +124,7 @@ def test_valid_mask_csr_and_packing():
                         [1, 2, 3, 4, 100],
                         [4, -1, 6, -7, 0]], dtype=torch.int32)
     topk_length = torch.tensor([5, 5, 3, 4], dtype=torch.int32)
-    valid = fb.valid_mask(idx, topk_length, num_slots=10)
+    valid = valid_mask(idx, topk_length, num_slots=10)
     expected = [[5, 2, 9, 7], [], [1, 2, 3], [4, 6]]
     assert valid.sum(1).tolist() == [len(e) for e in expected]
     planned = valid.sum(1, dtype=torch.int32).clamp(min=1)  # an empty row reads one entry: slot 0
