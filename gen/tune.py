@@ -15,7 +15,8 @@ table's current config for the bucket and its on/off twins follow (``incumbent_s
 the default's split-count neighbours (``split_seeds``), then on sm90 the Gluon kernel's tilings
 (``gluon_seeds``; ``Config.gluon`` is a searched field there). A config seen
 before is not measured again ("duplicate_of"). The budget counts measured configs; seeds not
-yet measured keep their places in it, so with trials in flight sampled configs cannot crowd them out.
+yet measured keep their places in it, in the order they were enqueued, so with trials in flight neither
+sampled configs nor later seeds crowd them out.
 
 Sampler: TPE (multivariate, constant liar, seeded) or an exhaustive grid. Storage: an Optuna
 journal file per GPU under the user cache dir by default, so an interrupted run resumes; an
@@ -215,10 +216,11 @@ def _is_seed(t) -> bool:
     return bool(t.user_attrs.get("seed") or t.user_attrs.get("baseline"))
 
 
-def _pending_seeds(study, number: int) -> int:
-    """Enqueued seeds (and the default) other than trial ``number`` that have no outcome yet."""
+def _pending_seeds(study, number: int, earlier_only: bool = False) -> int:
+    """Enqueued seeds (and the default) other than trial ``number`` that have no outcome yet; with
+    ``earlier_only``, only those enqueued before it (the queue's order is the seeds' priority)."""
     return sum(1 for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING))
-               if t.number != number and _is_seed(t))
+               if t.number != number and _is_seed(t) and (not earlier_only or t.number < number))
 
 
 class Objective:
@@ -268,10 +270,12 @@ class Objective:
             # Trials still in flight when the budget fills are not measured: the budget is exact.
             # Seeds not measured yet keep their places in it: with trials in flight a sampled
             # config that compiles sooner would otherwise take a seed's place (H200, session 8:
-            # with 5 measurements and 8 in flight, a table's incumbent went unmeasured).
+            # with 5 measurements and 8 in flight, a table's incumbent went unmeasured), and a seed
+            # those enqueued before it (an H100, session 53: with more seeds than the budget, the
+            # incumbent, a slow Gluon compile, lost its place to its own twins).
             if self._measured is None:
                 self._measured = len(measured_trials(trial.study))
-            reserved = 0 if _is_seed(trial) else _pending_seeds(trial.study, trial.number)
+            reserved = _pending_seeds(trial.study, trial.number, earlier_only=_is_seed(trial))
             if self.budget is not None and self._measured + reserved >= self.budget:
                 trial.set_user_attr("skipped", "budget met")  # not an outcome: may run on resume
                 raise optuna.TrialPruned("budget met")

@@ -344,6 +344,23 @@ def test_seeds_keep_their_place_in_a_small_budget_with_trials_in_flight():
     assert sorted(map(repr, (trial_config(t) for t in measured_trials(study)))) == sorted(map(repr, seeds))
 
 
+def test_seeds_take_a_budget_smaller_than_their_count_in_queue_order():
+    # The default and the first split seed compile slowly, the later seeds at once: with a budget of 2 the
+    # later ones used to be measured first and fill it (as an H100's tuning run left its incumbent unmeasured).
+    def warm(spec, cfg):
+        if cfg in seeds[:2]:
+            time.sleep(0.3)
+        return ""
+
+    from sparsemla.gen.tune import split_seeds
+    d = default_config(SPEC, 4)
+    seeds = [d] + split_seeds(SPEC, d, search_space(SPEC))
+    study = run_study(SPEC, 4, fake_measure, storage=optuna.storages.InMemoryStorage(),
+                      settings=TuneSettings(2, "tpe", 0, parallel=8, confirm_top=0), constraint=constraint(),
+                      out=None, warm=warm)
+    assert sorted(map(repr, (trial_config(t) for t in measured_trials(study)))) == sorted(map(repr, seeds[:2]))
+
+
 def test_parallel_trials_warm_concurrently_and_measure_one_at_a_time():
     import threading
     lock, warmed, overlaps = threading.Lock(), [], []
