@@ -270,8 +270,8 @@ class Objective:
             # Trials still in flight when the budget fills are not measured: the budget is exact.
             # Seeds not measured yet keep their places in it: with trials in flight a sampled
             # config that compiles sooner would otherwise take a seed's place (H200, session 8:
-            # with 5 measurements and 8 in flight, a table's incumbent went unmeasured), and a seed
-            # those enqueued before it (an H100, session 53: with more seeds than the budget, the
+            # with 5 measurements and 8 in flight, a table's incumbent went unmeasured), and against
+            # seeds enqueued after them (an H100, session 53: with more seeds than the budget, the
             # incumbent, a slow Gluon compile, lost its place to its own twins).
             if self._measured is None:
                 self._measured = len(measured_trials(trial.study))
