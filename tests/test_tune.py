@@ -326,39 +326,38 @@ def test_a_study_restricted_to_some_fields_keeps_the_others_at_their_defaults():
     assert all(not c.index_prefetch and not c.p_exchange and c.l2_prefetch == 0 for c in cfgs)
 
 
-def test_seeds_keep_their_place_in_a_small_budget_with_trials_in_flight():
-    # The seeds compile slowly, sampled configs at once: with 8 in flight and a budget of 4, the
-    # sampled ones used to fill the budget before the seeds (default + 3 split seeds) were warm.
-    def warm(spec, cfg):
-        if cfg in seeds:
-            time.sleep(0.2)
-        return ""
-
+def _measured_with_slow_seeds(budget: int, slow: int, pause: float):
+    """The study's seeds (default + 3 split seeds, in queue order) and the configs it measured, with 8 trials
+    in flight, ``budget`` measurements, and the first ``slow`` seeds taking ``pause`` s to compile (the rest and
+    the sampled configs none)."""
     from sparsemla.gen.tune import split_seeds
     d = default_config(SPEC, 4)
     seeds = [d] + split_seeds(SPEC, d, search_space(SPEC))
-    assert len(seeds) == 4
+
+    def warm(spec, cfg):
+        if cfg in seeds[:slow]:
+            time.sleep(pause)
+        return ""
+
     study = run_study(SPEC, 4, fake_measure, storage=optuna.storages.InMemoryStorage(),
-                      settings=TuneSettings(4, "tpe", 0, parallel=8, confirm_top=0), constraint=constraint(),
+                      settings=TuneSettings(budget, "tpe", 0, parallel=8, confirm_top=0), constraint=constraint(),
                       out=None, warm=warm)
-    assert sorted(map(repr, (trial_config(t) for t in measured_trials(study)))) == sorted(map(repr, seeds))
+    return seeds, sorted(map(repr, (trial_config(t) for t in measured_trials(study))))
+
+
+def test_seeds_keep_their_place_in_a_small_budget_with_trials_in_flight():
+    # The seeds compile slowly, sampled configs at once: with 8 in flight and a budget of 4, the
+    # sampled ones used to fill the budget before the seeds (default + 3 split seeds) were warm.
+    seeds, measured = _measured_with_slow_seeds(budget=4, slow=4, pause=0.2)
+    assert len(seeds) == 4
+    assert measured == sorted(map(repr, seeds))
 
 
 def test_seeds_take_a_budget_smaller_than_their_count_in_queue_order():
     # The default and the first split seed compile slowly, the later seeds at once: with a budget of 2 the
     # later ones used to be measured first and fill it (as an H100's tuning run left its incumbent unmeasured).
-    def warm(spec, cfg):
-        if cfg in seeds[:2]:
-            time.sleep(0.3)
-        return ""
-
-    from sparsemla.gen.tune import split_seeds
-    d = default_config(SPEC, 4)
-    seeds = [d] + split_seeds(SPEC, d, search_space(SPEC))
-    study = run_study(SPEC, 4, fake_measure, storage=optuna.storages.InMemoryStorage(),
-                      settings=TuneSettings(2, "tpe", 0, parallel=8, confirm_top=0), constraint=constraint(),
-                      out=None, warm=warm)
-    assert sorted(map(repr, (trial_config(t) for t in measured_trials(study)))) == sorted(map(repr, seeds[:2]))
+    seeds, measured = _measured_with_slow_seeds(budget=2, slow=2, pause=0.3)
+    assert measured == sorted(map(repr, seeds[:2]))
 
 
 def test_parallel_trials_warm_concurrently_and_measure_one_at_a_time():
