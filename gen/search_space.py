@@ -37,11 +37,13 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     """Categorical choices per Config field, in Config field order.
 
     block_h stops at the first power of two covering the heads (a bigger M tile only adds
-    padding), and at 64 when d_v > 128: a BLOCK_H x d_v fp32 accumulator must live in
-    registers, and 64 x 512 already takes half of them. block_n stops at 128 (a 256-row tile
-    of q's width does not fit shared memory with a second stage); num_splits stops where a
-    split would get less than the smallest KV tile. num_warps is the arch's list (16 warps
-    measured 2x slower on the H200 in every row: the accumulator spills). index_prefetch lets
+    padding; but where the Gluon kernel runs 17-32 heads, 64 is in the space for its 64-head
+    programs, and ``static_reason`` keeps the Triton kernel from it), and at 64 when d_v > 128:
+    a BLOCK_H x d_v fp32 accumulator must live in registers, and 64 x 512 already takes half of
+    them. block_n stops at 128 (a 256-row tile of q's width does not fit shared memory with a
+    second stage); num_splits stops where a split would get less than the smallest KV tile.
+    num_warps is the arch's list (16 warps measured 2x slower on the H200 in every row: the
+    accumulator spills). index_prefetch lets
     the KV gather run num_stages - 1 tiles ahead (compiled: 3 KV buffers at 3 stages, not 2).
     p_exchange is searched only where a 64-head tile with 8 warps is (it splits that tile's
     scores across the 2 warp groups; H200, session 6: 5-12% faster with split-K and for the
@@ -74,6 +76,11 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
         space["gluon"] = [False, True]
         if spec.kv_format != "auto" and min(space["block_h"]) < 64:
             space["num_warps"] = sorted(space["num_warps"] + [12])
+        if max(space["block_h"]) == 32 and max_h >= 64:
+            # The Gluon kernel's 64-head programs (heads as wgmma's M) also run 17-32 heads, the rest masked:
+            # on the H200 they beat its narrow ones for 32-head fp8 caches at T <= 16 (session 13,
+            # benchmarks/gluon_select.py), and a GPU's own run must be able to measure those table entries.
+            space["block_h"] = sorted(space["block_h"] + [64])
     for T in (1, 4096):  # the default changes with T only through num_splits
         for k, v in default_config(replace(spec, arch=a.name), T).to_dict().items():
             if k in space and v not in space[k]:
@@ -110,6 +117,9 @@ def static_reason(spec: KernelSpec, config: Config) -> str:
         config.check(spec)
     except ValueError as e:
         return str(e)
+    if not config.gluon and config.block_h > max(16, next_pow2(spec.num_heads)):
+        return (f"block_h={config.block_h} for {spec.num_heads} heads: in the Triton kernel a tile beyond the "
+                f"heads' power of two only adds padding (the Gluon kernel's 64-head programs are another tiling)")
     total = spec.topk + spec.extra_topk
     if config.num_splits > 1 and total // config.num_splits < config.block_n:
         return f"num_splits={config.num_splits} leaves fewer than block_n={config.block_n} slots per split"

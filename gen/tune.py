@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
+import json
 import math
 import os
 import statistics
@@ -84,10 +86,12 @@ def study_default(spec: KernelSpec, bucket: int, settings: TuneSettings) -> Conf
 
 
 def study_name(spec: KernelSpec, bucket: int, gpu: str) -> str:
-    """GPU, spec key and bucket, plus the templates and Triton they were measured with."""
+    """GPU, spec key and bucket, plus the templates, Triton and search space they were measured with (an
+    Optuna study cannot take other choices for a parameter it has sampled: another space is another study)."""
     import triton
     tv = ".".join(triton.__version__.split(".")[:2])
-    return f"{gpu}/{spec.key}/T{bucket}/{attention_template_hash()[:8]}-triton{tv}"
+    space = hashlib.sha256(json.dumps(search_space(spec), sort_keys=True).encode()).hexdigest()[:6]
+    return f"{gpu}/{spec.key}/T{bucket}/{attention_template_hash()[:8]}-triton{tv}-space{space}"
 
 
 def default_journal(gpu: str) -> Path:

@@ -21,8 +21,8 @@ from sparsemla.gen.gpu_measure import GpuMeasurer, Measurement, check, make_inpu
 from sparsemla.gen.search_space import CompileConstraint, all_configs, search_space, static_reason  # noqa: E402
 from sparsemla.gen.spec import ARCHS, Config, KernelSpec, default_config  # noqa: E402
 from sparsemla.gen.suite import suite_specs  # noqa: E402
-from sparsemla.gen.tune import (TuneSettings, best_trial, measured_trials, prepare_study,  # noqa: E402
-                                run_study, static_entries, study_entry, trial_config)
+from sparsemla.gen.tune import (TuneSettings, best_trial, in_space, measured_trials, prepare_study,  # noqa: E402
+                                run_study, static_entries, study_entry, study_space, trial_config)
 from sparsemla.gen.tuned_table import (BUCKETS, TunedEntry, bucket_for, gpu_dirname, load_table,  # noqa: E402
                                        software_provenance, write_table)
 from sparsemla.runtime import dispatch  # noqa: E402
@@ -67,8 +67,9 @@ def test_search_space_per_arch():
             sp = search_space(spec)
             assert sp["num_warps"] == [4, 8] and sp["num_stages"] == list(range(1, ARCHS[arch].max_stages + 1))
             assert sp["index_prefetch"] == [False, True]
-            # d_v = 512: a 128-head fp32 accumulator cannot live in registers
-            assert sp["block_h"] == [b for b in (16, 32, 64) if b <= max(16, H)]
+            # d_v = 512: a 128-head fp32 accumulator cannot live in registers; the Gluon kernel (sm90) also
+            # runs 32 heads in its 64-head programs
+            assert sp["block_h"] == [b for b in (16, 32, 64) if b <= max(16, H) or (arch, H, b) == ("sm90", 32, 64)]
             assert sp["block_n"] == [16, 32, 64, 128]
             assert sp["num_splits"] == [1, 2, 4, 8, 16, 32, 64]
             for T in (1, 64, 4096):
@@ -79,11 +80,29 @@ def test_search_space_per_arch():
     assert "only adds traffic" in static_reason(KernelSpec(num_heads=128), Config(32, 64, 1, 8, 2, p_exchange=True))
     assert "only adds traffic" in static_reason(KernelSpec(num_heads=128), Config(64, 64, 1, 4, 2, p_exchange=True))
     assert static_reason(KernelSpec(num_heads=128), Config(64, 64, 1, 8, 2, p_exchange=True)) == ""
+    assert "only adds padding" in static_reason(KernelSpec(num_heads=32), Config(64, 64, 1, 8, 2))
+    assert static_reason(KernelSpec(num_heads=32, kv_format="fp8_e4m3"), Config(64, 64, 8, 8, 2, gluon=True)) == ""
     narrow = search_space(KernelSpec(kv_format="auto", d_qk=128, d_v=128, num_heads=128))
     assert narrow["block_h"] == [16, 32, 64, 128]
     small = search_space(KernelSpec(arch="sm90", num_heads=16, topk=64))
     assert small["num_splits"] == [1, 2, 4] and small["block_n"] == [16, 32, 64]
     assert "fewer than block_n" in static_reason(KernelSpec(topk=64), Config(64, 64, 2, 8, 2))
+
+
+def test_every_shipped_entry_can_seed_a_study():
+    # A GPU's own run seeds each study with the reference part's entry (an H100 the H200's), and a re-run
+    # with the entry already in place: one the sampler cannot propose is never measured against the run's
+    # winner (the H200's 64-head Gluon programs for 32 heads were not, on an H100, before session 54).
+    seen = 0
+    for path in sorted(tuned_table.package_dir().glob("*/sparse_mla.json")):
+        for key, buckets in json.loads(path.read_text())["entries"].items():
+            spec = KernelSpec.from_key(key)
+            for bucket, e in buckets.items():
+                cfg = Config.from_dict(e["config"])
+                assert in_space(cfg, study_space(spec, TuneSettings())), (path.parent.name, key, bucket, cfg)
+                assert static_reason(spec, cfg) == "", (path.parent.name, key, bucket, cfg)
+                seen += 1
+    assert seen >= 500
 
 
 def test_constraint_rejects_and_caches(tmp_path):
