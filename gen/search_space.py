@@ -43,8 +43,8 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
     them. block_n stops at 128 (a 256-row tile of q's width does not fit shared memory with a
     second stage); num_splits stops where a split would get less than the smallest KV tile.
     num_warps is the arch's list (16 warps measured 2x slower on the H200 in every row: the
-    accumulator spills). index_prefetch lets
-    the KV gather run num_stages - 1 tiles ahead (compiled: 3 KV buffers at 3 stages, not 2).
+    accumulator spills). index_prefetch lets the KV gather run num_stages - 1 tiles ahead
+    (compiled: 3 KV buffers at 3 stages, not 2).
     p_exchange is searched only where a 64-head tile with 8 warps is (it splits that tile's
     scores across the 2 warp groups; H200, session 6: 5-12% faster with split-K and for the
     FP8 formats at 1 split, 2-6% slower for bf16 at 1 split), so the spaces of H <= 32 stay

@@ -90,9 +90,9 @@ def test_search_space_per_arch():
 
 
 def test_every_shipped_entry_can_seed_a_study():
-    # A GPU's own run seeds each study with the reference part's entry (an H100 the H200's), and a re-run
-    # with the entry already in place: one the sampler cannot propose is never measured against the run's
-    # winner (the H200's 64-head Gluon programs for 32 heads were not, on an H100, before session 54).
+    # A GPU's own run seeds each study with the reference part's entry (an H100 the H200's), a re-tune with
+    # the GPU's own. An entry the sampler cannot propose cannot be seeded, so it is never timed against the
+    # run's winner (the H200's 64-head Gluon programs for 32 heads were not, on an H100, before session 54).
     seen = 0
     for path in sorted(tuned_table.package_dir().glob("*/sparse_mla.json")):
         for key, buckets in json.loads(path.read_text())["entries"].items():

@@ -9,7 +9,7 @@ echo "== $gpu"
 case "$gpu" in
   *H200*) bash benchmarks/h200_session.sh ;;
   *H100*) timeout ${PAIRS_LIMIT:-300} python3 benchmarks/calls/ref_pairs.py tuned/NVIDIA_H200/sparse_mla.json \
-            tuned/NVIDIA_H100_80GB_HBM3/sparse_mla.json --rounds ${PAIRS_ROUNDS:-2} --out "$OUT/ref_pairs.json" 2>&1 | grep -v Warn \
-            | tee "$OUT/ref_pairs.log" | tail -n 20 ;;
+            tuned/NVIDIA_H100_80GB_HBM3/sparse_mla.json --rounds ${PAIRS_ROUNDS:-2} --out "$OUT/ref_pairs.json" \
+            2>&1 | grep -v Warn | tee "$OUT/ref_pairs.log" | tail -n 20 ;;
   *) echo "neither the H200 nor an H100: stopped" ;;
 esac
