@@ -57,8 +57,9 @@ GPU_ALIASES = (
 # Where a static (compile-checked, unmeasured) table is built for an arch we cannot run here.
 STATIC_GPUS = {"sm120": "NVIDIA_RTX_PRO_6000_Blackwell", "sm121": "NVIDIA_GB10"}
 # Each arch's reference part: the table a GPU of that arch (the same compute capability) runs where its own
-# has no entry, e.g. an H100, H800 or H20 the H200's. Its configs run on any such part; its split counts
-# were chosen for the reference part's SMs, so a GPU's own tuning (`sparsemla tune`) can still gain.
+# has no entry, e.g. an H800 or H20 the H200's (an H100 for the specs its own table lacks). Its configs run on
+# any such part; its split counts were chosen for the reference part's SMs, so a GPU's own tuning
+# (`sparsemla tune`) can still gain.
 REFERENCE_GPUS = {"sm90": "NVIDIA_H200", **STATIC_GPUS}
 
 

@@ -6,7 +6,7 @@ tuned on plain calls with the suite's head counts, page sizes and top-k length (
 LSE output changes only the epilogue, a head count between two tuned ones the masked rows of the same
 head blocks, the page size only the gathered rows' addresses, the top-k length only how many tiles
 the programs walk. A GPU whose own table has no such entry runs its arch's
-reference part's (``tuned_table.REFERENCE_GPUS``: an H100 the H200's; only for the compute capability
+reference part's (``tuned_table.REFERENCE_GPUS``: an H20 the H200's; only for the compute capability
 that arch names, reported once; ``SPARSEMLA_REFERENCE_TABLE=0`` turns that off); with none of these, the
 arch's ``default_config``.
 On the CPU (Triton's interpreter) the GPU name comes from ``$SPARSEMLA_GPU``, if set.
