@@ -78,7 +78,7 @@ def search_space(spec: KernelSpec, arch: str | None = None) -> dict[str, list[in
             space["num_warps"] = sorted(space["num_warps"] + [12])
         if max(space["block_h"]) == 32 and max_h >= 64:
             # The Gluon kernel's 64-head programs (heads as wgmma's M) also run 17-32 heads, the rest masked:
-            # on the H200 they beat its narrow ones for 32-head fp8 caches at T <= 16 (session 13,
+            # on the H200 they beat its narrow ones for 32-head fp8 caches at T <= 64 (sessions 12-13,
             # benchmarks/gluon_select.py), and a GPU's own run must be able to measure those table entries.
             space["block_h"] = sorted(space["block_h"] + [64])
     for T in (1, 4096):  # the default changes with T only through num_splits
