@@ -21,7 +21,7 @@ from sparsemla.gen.spec import config_label
 
 # (no ^: parallel workers' lines are sometimes glued together in the log)
 TRIAL = re.compile(r"\[(\S+) T=(\d+)\] #\d+ ([^:|\[]+?): ([\d.]+) us \|")
-BEST = re.compile(r"\[(\S+) T=(\d+)\] best ([^|\[]+?) ([\d.]+) us \(")
+BEST = re.compile(r"\[(\S+) T=(\d+)\] best ([^|\[,]+?) ([\d.]+) us(?:,| \()")
 
 
 def read_log(path: str) -> tuple[dict, dict]:

@@ -26,16 +26,19 @@ def _f(x, spec=".1f"):
 def report(table: dict) -> str:
     p = table["provenance"]
     rows = []
+    # the tables' config before the run, timed in its study (entries tuned since session 54 name it)
+    was = any(e.get("incumbent") for buckets in table["entries"].values() for e in buckets.values())
     for key, buckets in table["entries"].items():
         spec = KernelSpec.from_key(key)
         for b, e in buckets.items():
             speedup = e["default_time_us"] / e["time_us"] if e.get("default_time_us") and e.get("time_us") else None
             fi, ours = e.get("flashinfer_time_us"), e.get("triton_bench_us")
+            before = f"{config_label(e['incumbent'])} {_f(e.get('incumbent_time_us'))}" if e.get("incumbent") else "-"
             rows.append((label(spec), spec.num_heads, int(b),
                          f"| {label(spec)} | {b} | {spec.num_heads} | {_f(e.get('default_time_us'))} | "
                          f"{_f(e.get('time_us'))} | {_f(speedup, '.2f')} | {_f(ours)} | {_f(fi)} | "
                          f"{_f(fi / ours if fi and ours else None, '.2f')} | {e['backend']} | "
-                         f"{config_label(e['config'])} | {e.get('trials', 0)} |"))
+                         f"{config_label(e['config'])} | {e.get('trials', 0)} |" + (f" {before} |" if was else "")))
     order = list(SUITE_FORMATS)
     rows.sort(key=lambda r: (order.index(r[0]) if r[0] in order else 99, r[1], r[2]))
     measured = f", measured with {p['measured_with_template']}" if p.get("measured_with_template") else ""
@@ -49,8 +52,11 @@ def report(table: dict) -> str:
             "cached while the lengths stay the same), both in the same process; the backend is the faster "
             "of the two.", "",
             "| format | T | H | default us | tuned us | tuned speedup | ours per call us | FlashInfer per call us | "
-            "FI/ours | backend | config | trials |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "FI/ours | backend | config | trials |" + (" before the run, us |" if was else ""),
+            "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if was else "")]
+    if was:
+        head[-3] += (" before the run: the config the tables held for the bucket when its study began, timed in "
+                     "that study (\"-\" after it: not timed).")
     return "\n".join(head + [r[3] for r in rows]) + "\n"
 
 

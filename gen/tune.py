@@ -401,6 +401,8 @@ def prepare_study(spec: KernelSpec, bucket: int, storage, gpu: str, settings: Tu
     trials = study.get_trials(deepcopy=False)
     if not trials:
         study.enqueue_trial(default.to_dict(), user_attrs={"baseline": True})
+        if incumbent is not None:  # what the run's entry replaces (study_entry reports its time here)
+            study.set_user_attr("incumbent", incumbent.to_dict())
     if settings.sampler != "grid" and not any(t.user_attrs.get("seed") for t in trials):  # also on resume
         seeds = [default]
         for cfg in (incumbent_seeds(spec, space, incumbent) + split_seeds(spec, default, space)
@@ -459,8 +461,13 @@ def study_entry(study, bucket: int, compare: dict | None = None) -> TunedEntry |
     backend = "flashinfer" if fi is not None and ours is not None and fi < ours else "triton"
     base = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("baseline")]
     default_us = base[0].user_attrs.get("time_us") if base else None
+    inc = study.user_attrs.get("incumbent")
+    incumbent = Config.from_dict(inc) if inc else None
+    conf = _confirmations(study)
+    inc_times = [trial_time(t, conf) for t in _correct_trials(study) if trial_config(t) == incumbent]
+    inc_us = min(inc_times) if inc_times and math.isfinite(min(inc_times)) else None
     return TunedEntry(cfg, bucket, backend, time_us, fi, len(measured_trials(study)), today(), "tuned", ours,
-                      default_us)
+                      default_us, incumbent, inc_us)
 
 
 # ---------------------------------------------------------------- static tables
@@ -609,7 +616,9 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
             cmp = measure.compare(spec, entry.config, b)
             entry = study_entry(study, b, cmp)
             write_table(path, gpu, {key: {b: entry}}, prov)
-            print(f"[{key} T={b}] best {config_label(entry.config.to_dict())} {entry.time_us:.2f} us "
+            was = ("" if entry.incumbent is None else f", the tables' {config_label(entry.incumbent)} "
+                   + (f"{entry.incumbent_time_us:.2f} us" if entry.incumbent_time_us else "not timed"))
+            print(f"[{key} T={b}] best {config_label(entry.config.to_dict())} {entry.time_us:.2f} us{was} "
                   f"(do_bench {entry.triton_bench_us}, FlashInfer {entry.flashinfer_time_us}"
                   f"{'' if not cmp or not cmp.get('flashinfer_error') else ': ' + cmp['flashinfer_error']}), "
                   f"backend {entry.backend} -> {path}", file=sys.stderr)

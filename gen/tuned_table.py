@@ -90,6 +90,10 @@ class TunedEntry:
     source: str = "tuned"
     triton_bench_us: float | None = None
     default_time_us: float | None = None  # the arch's default config, measured like time_us
+    # the config the tables held for this bucket when the study began (the GPU's own, else its arch's reference
+    # part's), and its time in that study (None: not timed, e.g. outside the search space)
+    incumbent: Config | None = None
+    incumbent_time_us: float | None = None
 
     def get(self, name: str, default=None):
         """Dict-style access, for callers that treat an entry as its JSON object."""
@@ -99,7 +103,9 @@ class TunedEntry:
         return dict(config=self.config.to_dict(), time_us=self.time_us, triton_bench_us=self.triton_bench_us,
                     flashinfer_time_us=self.flashinfer_time_us, backend=self.backend,
                     trials=self.trials, date=self.date, source=self.source,
-                    default_time_us=self.default_time_us)
+                    default_time_us=self.default_time_us,
+                    **({} if self.incumbent is None else dict(incumbent=self.incumbent.to_dict(),
+                                                              incumbent_time_us=self.incumbent_time_us)))
 
 
 def software_provenance() -> dict:
@@ -196,12 +202,13 @@ def parse_table(data) -> dict[str, dict[int, TunedEntry]]:
                 raise ValueError(f"{where}: backend {e['backend']!r} / source {e['source']!r}")
             try:
                 cfg = Config.from_dict(e["config"]).check(spec)
+                incumbent = Config.from_dict(e["incumbent"]) if e.get("incumbent") else None
             except (TypeError, ValueError) as err:
                 raise ValueError(f"{where}: {err}") from None
             out[key][b] = TunedEntry(cfg, b, e["backend"], e.get("time_us"),
                                           e.get("flashinfer_time_us"), int(e.get("trials") or 0),
                                           str(e.get("date", "")), e["source"], e.get("triton_bench_us"),
-                                          e.get("default_time_us"))
+                                          e.get("default_time_us"), incumbent, e.get("incumbent_time_us"))
     return out
 
 

@@ -208,7 +208,7 @@ def test_split_neighbours_are_measured_after_the_default(tmp_path):
     assert sum(bool(t.user_attrs.get("seed")) for t in again.trials) == 3
 
 
-def test_the_incumbent_and_its_twins_are_measured_after_the_default():
+def test_the_incumbent_and_its_twins_are_measured_after_the_default(tmp_path):
     from sparsemla.gen.tune import incumbent_seeds, split_seeds
     spec = KernelSpec(arch="sm90", num_heads=128)
     space = search_space(spec)
@@ -247,6 +247,23 @@ def test_the_incumbent_and_its_twins_are_measured_after_the_default():
                       constraint=constraint(), out=None)
     assert [trial_config(t) for t in study.trials[:len(queued)]] == queued
     assert trial_config(best_trial(study)).block_n == 64 and best_trial(study).value == fake_time(inc)
+    # the entry names what it replaces, timed in the same study, and keeps it through a table file
+    entry = study_entry(study, 4)
+    assert entry.incumbent == inc and entry.incumbent_time_us == fake_time(inc)
+    path = tmp_path / "t.json"
+    write_table(path, "FAKE", {SPEC.key: {4: entry}}, software_provenance())
+    got = load_table(path)[SPEC.key][4]
+    assert got.incumbent == inc and got.incumbent_time_us == fake_time(inc)
+    # an incumbent the study could not time (outside the space: no seed) is named, with no time
+    out = Config(16, 64, 8, 8, 3, p_exchange=True)
+    study = prepare_study(SPEC, 4, optuna.storages.InMemoryStorage(), "cpu", TuneSettings(4), incumbent=out)
+    study = run_study(SPEC, 4, fake_measure, storage=study._storage, settings=TuneSettings(4),
+                      constraint=constraint(), out=None)
+    entry = study_entry(study, 4)
+    assert entry.incumbent == out and entry.incumbent_time_us is None
+    # tables written before session 54 have no incumbent: their entries read as None, and are written without one
+    write_table(path, "FAKE", {SPEC.key: {4: _entry(inc, 4)}}, software_provenance())
+    assert load_table(path)[SPEC.key][4].incumbent is None and "incumbent" not in path.read_text()
 
 
 def test_the_gluon_kernel_is_searched_on_sm90():
