@@ -55,7 +55,7 @@ def report(table: dict) -> str:
             "FI/ours | backend | config | trials |" + (" before the run, us |" if was else ""),
             "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if was else "")]
     if was:
-        head[-3] += (" before the run: the config the tables held for the bucket when its study began, timed in "
+        head[-4] += (" Before the run: the config the tables held for the bucket when its study began, timed in "
                      "that study (\"-\" after it: not timed).")
     return "\n".join(head + [r[3] for r in rows]) + "\n"
 

@@ -825,3 +825,22 @@ def test_measurer_isolation():
         assert m(SPEC, Config(16, 32, 1, 4, 2), 4).ok  # a fresh child serves the next trial
     finally:
         m.close()
+
+
+def test_tuned_report_shows_what_each_entry_replaced(tmp_path):
+    # benchmarks/tuned_report.py: a "before the run" column where entries name their incumbent, none for older tables
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "tuned_report.py"
+    spec_ = importlib.util.spec_from_file_location("tuned_report", path)
+    tuned_report = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(tuned_report)
+    table = tmp_path / "t.json"
+    old = _entry(Config(16, 64, 8, 8, 1), 4)
+    write_table(table, "FAKE", {SPEC.key: {4: old}}, software_provenance())
+    assert "before the run" not in tuned_report.report(json.loads(table.read_text()))
+    new = replace(old, incumbent=Config(16, 64, 16, 8, 1), incumbent_time_us=14.25)
+    untimed = replace(old, bucket=64, incumbent=Config(16, 64, 2, 8, 1))
+    write_table(table, "FAKE", {SPEC.key: {4: new, 64: untimed}}, software_provenance())
+    text = tuned_report.report(json.loads(table.read_text()))
+    assert "before the run" in text and "| h16 n64 s16 w8 st1 14.2 |" in text and "| h16 n64 s2 w8 st1 - |" in text
