@@ -449,6 +449,13 @@ def run_study(spec: KernelSpec, bucket: int, measure: Callable, *, storage=None,
     return study
 
 
+def config_time(study, config: Config | None) -> float | None:
+    """``config``'s time in ``study`` (``trial_time``; None where it was not timed correctly)."""
+    conf = _confirmations(study)
+    times = [trial_time(t, conf) for t in _correct_trials(study) if trial_config(t) == config]
+    return min(times) if times and math.isfinite(min(times)) else None
+
+
 def study_entry(study, bucket: int, compare: dict | None = None) -> TunedEntry | None:
     """The table entry of a finished study (None when no config was correct)."""
     best = best_trial(study)
@@ -463,11 +470,8 @@ def study_entry(study, bucket: int, compare: dict | None = None) -> TunedEntry |
     default_us = base[0].user_attrs.get("time_us") if base else None
     inc = study.user_attrs.get("incumbent")
     incumbent = Config.from_dict(inc) if inc else None
-    conf = _confirmations(study)
-    inc_times = [trial_time(t, conf) for t in _correct_trials(study) if trial_config(t) == incumbent]
-    inc_us = min(inc_times) if inc_times and math.isfinite(min(inc_times)) else None
     return TunedEntry(cfg, bucket, backend, time_us, fi, len(measured_trials(study)), today(), "tuned", ours,
-                      default_us, incumbent, inc_us)
+                      default_us, incumbent, config_time(study, incumbent))
 
 
 # ---------------------------------------------------------------- static tables

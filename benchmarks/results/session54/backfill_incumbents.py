@@ -3,14 +3,14 @@
   python benchmarks/results/session54/backfill_incumbents.py   (from the repository root)
 
 Each entry gets the H200 config its study was seeded with and that config's time in the study (the tuner's
-trial_time, None where it was not timed), as ``study_entry`` records them since session 54.
+``config_time``, None where it was not timed), as ``study_entry`` records them since session 54.
 """
-import gzip, json, math, shutil, sys, tempfile
+import gzip, json, shutil, sys, tempfile
 import optuna
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from sparsemla.gen.spec import Config
-from sparsemla.gen.tune import _confirmations, _correct_trials, trial_config, trial_time
+from sparsemla.gen.tune import config_time
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 ref = json.load(open("tuned/NVIDIA_H200/sparse_mla.json"))["entries"]
 path = "tuned/NVIDIA_H100_80GB_HBM3/sparse_mla.json"
@@ -34,9 +34,7 @@ for key, buckets in table["entries"].items():
     for b, e in buckets.items():
         study = studies[(key, int(b))]
         inc = Config.from_dict(ref[key][b]["config"])
-        conf = _confirmations(study)
-        times = [trial_time(t, conf) for t in _correct_trials(study) if trial_config(t) == inc]
-        us = min(times) if times and math.isfinite(min(times)) else None
+        us = config_time(study, inc)
         best = Config.from_dict(e["config"])
         if best == inc:
             assert us is not None and abs(us - e["time_us"]) < 1e-6 * us, (key, b, us, e["time_us"])
