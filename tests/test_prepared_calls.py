@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PREPARED = ["benchmarks/h200_session.sh", "benchmarks/h200_steps.sh", "benchmarks/h200_tune.sh",
             "benchmarks/calls/s53_ask.sh", "benchmarks/calls/s54_ask.sh", "benchmarks/calls/s54_pairs.sh",
-            "benchmarks/calls/s55_ask.sh",
+            "benchmarks/calls/s55_ask.sh", "benchmarks/calls/s55_h100_bench.sh",
             "benchmarks/calls/h200_call_tune_gluon.sh",
             "benchmarks/calls/h200_call_extra_parts.sh", "benchmarks/calls/h200_call_prefill_rows.sh",
             "benchmarks/calls/h200_call_s28a.sh", "benchmarks/calls/h200_call_s28b.sh",
