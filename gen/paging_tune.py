@@ -37,7 +37,7 @@ from .paging_table import (PagingEntry, entry_key, load_tables, paging_provenanc
                            write_table)
 from .render import cache_dir
 from .spec import next_pow2
-from .tuned_table import REFERENCE_GPUS, device_provenance, gpu_dirname, package_dir, today, user_dir
+from .tuned_table import device_provenance, gpu_dirname, package_dir, stand_in_gpus, today, user_dir
 
 ROWS = (1, 32, 256, 2048)  # convert_indices / pack_valid_prefix buckets (query tokens)
 IDS = (2048, 16384, 131072, 524288)  # page_split touched buckets: T x 2048 ids, T = 1, 8, 64, 256
@@ -538,10 +538,10 @@ def tune_paging_main(argv=None) -> int:
     root = Path(args.out) if args.out else (package_dir() if args.ship else user_dir())
     path = root / gpu / "paging.json"
     prov = {**device_provenance(dev), **paging_provenance()}
-    # seeds: the GPU's own table, else its arch's reference part's (an H100 starts from the H200's winners)
+    # seeds: the GPU's own table, else its stand-ins' (an H100 starts from the H200's winners); later ones win
     incumbents = {}
-    for table_gpu in (REFERENCE_GPUS.get(device_arch(dev)), gpu):
-        for key, buckets in (load_tables(table_gpu) if table_gpu else {}).items():
+    for table_gpu in (*reversed(stand_in_gpus(gpu, device_arch(dev))), gpu):
+        for key, buckets in load_tables(table_gpu).items():
             incumbents.update({(key, b): e.config for b, e in buckets.items()})
     entries = tune(problems, PagingMeasurer(dev, args.pool_gb), gpu=gpu, out_path=path, storage=args.storage,
                    trials=args.trials, seed=args.seed, provenance=prov, incumbents=incumbents)

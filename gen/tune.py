@@ -47,8 +47,8 @@ from .search_space import (ON_OFF, PARAMS, CompileConstraint, all_configs, restr
                            static_reason)
 from .spec import ARCHS, Config, KernelSpec, config_label, default_config, filling_splits
 from .suite import SUITE_FORMATS, suite_specs
-from .tuned_table import (BUCKETS, REFERENCE_GPUS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname,
-                          load_tables, package_dir, software_provenance, today, user_dir, write_table)
+from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, load_tables, package_dir,
+                          software_provenance, stand_in_gpus, today, user_dir, write_table)
 
 __all__ = ["BUCKETS", "bucket_for", "Measurement", "TuneSettings", "run_study", "best_trial",
            "study_entry", "static_entries", "tune_main"]
@@ -568,16 +568,15 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
     constraint = CompileConstraint(settings.max_spill, jobs=settings.parallel)
     # Seeds from the tables, also those of other software (a new template, Triton): each seed is
     # measured again; session 7 lost its incumbents when the template hash changed. A GPU without an
-    # entry of its own is seeded from its arch's reference part's (an H100 from the H200's winners).
+    # entry of its own is seeded from its stand-ins' (an H100 from the H200's winners, an H800 from the H100's).
     held = {gpu: load_tables(gpu, check_provenance=False)}
     for key, b in jobs:  # before any worker starts: enqueue defaults and seeds, clear stale trials
         spec = KernelSpec.from_key(key)
         entry = held[gpu].get(key, {}).get(b)
-        ref = REFERENCE_GPUS.get(spec.arch)
-        if entry is None and ref and ref != gpu:
-            if ref not in held:
-                held[ref] = load_tables(ref, check_provenance=False)
-            entry = held[ref].get(key, {}).get(b)
+        for other in stand_in_gpus(gpu, spec.arch) if entry is None else ():
+            if other not in held:
+                held[other] = load_tables(other, check_provenance=False)
+            entry = entry or held[other].get(key, {}).get(b)
         prepare_study(spec, b, storage, gpu, settings, incumbent=entry.config if entry else None)
         if settings.sampler == "grid":  # every worker then finds the reports in the cache file
             constraint.precompile(spec, all_configs(study_space(spec, settings)), jobs=os.cpu_count() or 1)

@@ -61,6 +61,24 @@ STATIC_GPUS = {"sm120": "NVIDIA_RTX_PRO_6000_Blackwell", "sm121": "NVIDIA_GB10"}
 # any such part; its split counts were chosen for the reference part's SMs, so a GPU's own tuning
 # (`sparsemla tune`) can still gain.
 REFERENCE_GPUS = {"sm90": "NVIDIA_H200", **STATIC_GPUS}
+# Parts with a tuned sibling: the same silicon with the same SM count, clocks and memory (an export SKU), whose
+# table a GPU runs before its arch's reference part's where its own has no entry. The H800 SXM is an H100 SXM
+# with slower NVLink and FP64, neither of which these kernels use.
+SIBLING_GPUS = {"sm90": {"NVIDIA_H800": "NVIDIA_H100_80GB_HBM3", "NVIDIA_H800_80GB_HBM3": "NVIDIA_H100_80GB_HBM3"}}
+
+
+def stand_in_gpus(gpu: str, arch: str) -> tuple[str, ...]:
+    """The GPUs whose tables ``gpu`` runs for ``arch``'s specs where its own has no entry, best first: its
+    sibling part's (``SIBLING_GPUS``), then the arch's reference part's."""
+    found = (SIBLING_GPUS.get(arch, {}).get(gpu), REFERENCE_GPUS.get(arch))
+    return tuple(dict.fromkeys(g for g in found if g and g != gpu))
+
+
+def stand_in_role(gpu: str, other: str, arch: str) -> str:
+    """Why ``gpu`` runs ``other``'s table, for messages."""
+    if SIBLING_GPUS.get(arch, {}).get(gpu) == other:
+        return f"a part with the same SMs and memory as {gpu}"
+    return f"the reference part of {arch}"
 
 
 def gpu_dirname(name: str) -> str:

@@ -5,10 +5,10 @@ process. Where a spec has no entry of its own, a stand-in's is used (``stand_ins
 tuned on plain calls with the suite's head counts, page sizes and top-k length (2048), and a sink or
 LSE output changes only the epilogue, a head count between two tuned ones the masked rows of the same
 head blocks, the page size only the gathered rows' addresses, the top-k length only how many tiles
-the programs walk. A GPU whose own table has no such entry runs its arch's
-reference part's (``tuned_table.REFERENCE_GPUS``: an H20 the H200's; only for the compute capability
-that arch names, reported once; ``SPARSEMLA_REFERENCE_TABLE=0`` turns that off); with none of these, the
-arch's ``default_config``.
+the programs walk. A GPU whose own table has no such entry runs its stand-in parts' (``table_gpus``: a
+sibling part's, then the arch's reference part's: an H800 the H100's, then the H200's; an H20 the H200's; only for
+the compute capability that arch names, reported once; ``SPARSEMLA_REFERENCE_TABLE=0`` turns that off); with none
+of these, the arch's ``default_config``.
 On the CPU (Triton's interpreter) the GPU name comes from ``$SPARSEMLA_GPU``, if set.
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ from functools import lru_cache
 import torch
 
 from sparsemla.gen.spec import ARCHS, Config, KernelSpec, default_config, next_pow2
-from sparsemla.gen.tuned_table import REFERENCE_GPUS, TunedEntry, bucket_for, gpu_dirname, load_tables, log
+from sparsemla.gen.tuned_table import (TunedEntry, bucket_for, gpu_dirname, load_tables, log, stand_in_gpus,
+                                       stand_in_role)
 
 _REFERENCE = os.environ.get("SPARSEMLA_REFERENCE_TABLE", "1") != "0"
 
@@ -43,32 +44,32 @@ def _gpu(device: torch.device) -> str | None:
 
 @lru_cache(maxsize=None)
 def table_gpus(device: torch.device, arch: str) -> tuple[str, ...]:
-    """The GPUs whose tables ``device`` runs for specs of ``arch``, best first: its own, then the arch's
-    reference part's where ``device`` has that arch's compute capability (an arch stands in for other parts
-    too: device_arch gives sm120 to a cc 8.0 or 10.0 GPU, whose kernels are not the reference part's)."""
+    """The GPUs whose tables ``device`` runs for specs of ``arch``, best first: its own, then its stand-ins
+    (``tuned_table.stand_in_gpus``: a sibling part's, the arch's reference part's) where ``device`` has that arch's
+    compute capability (an arch stands in for other parts too: device_arch gives sm120 to a cc 8.0 or 10.0 GPU,
+    whose kernels are not the reference part's)."""
     gpu = _gpu(device)
     if gpu is None:
         return ()
-    ref = REFERENCE_GPUS.get(arch)
-    if not _REFERENCE or ref is None or ref == gpu:
+    if not _REFERENCE:
         return (gpu,)
     if device.type == "cuda":
         major, minor = torch.cuda.get_device_capability(device)
         if major * 10 + minor != ARCHS[arch].cc:
             return (gpu,)
-    return gpu, ref
+    return gpu, *stand_in_gpus(gpu, arch)
 
 
 _reported_references: set = set()
 
 
 def report_reference(gpu: str, ref: str, spec, command: str = "sparsemla tune") -> None:
-    """Say once per (GPU, reference part, tuner) that ``gpu`` runs ``ref``'s tuned configs."""
+    """Say once per (GPU, stand-in part, tuner) that ``gpu`` runs ``ref``'s tuned configs."""
     if (gpu, ref, command) not in _reported_references:
         _reported_references.add((gpu, ref, command))
-        log.warning("sparsemla: %s has no tuned entry for %s: running the tuned configs of %s (the reference "
-                    "part of %s) wherever %s has none (reported once); `%s` tunes this GPU", gpu,
-                    spec.key, ref, spec.arch, gpu, command)
+        log.warning("sparsemla: %s has no tuned entry for %s: running the tuned configs of %s (%s) wherever %s "
+                    "has none (reported once); `%s` tunes this GPU", gpu, spec.key, ref,
+                    stand_in_role(gpu, ref, spec.arch), gpu, command)
 
 
 @lru_cache(maxsize=None)

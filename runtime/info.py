@@ -31,7 +31,7 @@ def _tuned_lines(arch: str, device) -> list[str]:
         return [f"tuned table: unreadable ({type(e).__name__}: {e})"]
     lines = []
     for i, (gpu, entries) in enumerate(tables):
-        role = "" if i == 0 else f" (the reference part of {arch}: used where {gpus[0]} has no entry)"
+        role = "" if i == 0 else f" ({tt.stand_in_role(gpus[0], gpu, arch)}: used where {gpus[0]} has no entry)"
         if not entries:
             lines.append(f"tuned table: none for {gpu}{role}" + ("" if len(tables) > i + 1 else
                                                                   " (untuned default configs, Triton only)"))
@@ -45,7 +45,7 @@ def _tuned_lines(arch: str, device) -> list[str]:
 
 
 def _paging_lines(gpus) -> list[str]:
-    """The paging tables of ``gpus`` (the device's, then its arch's reference part's)."""
+    """The paging tables of ``gpus`` (the device's, then its stand-ins')."""
     try:
         from sparsemla.gen import paging_table
         found = [(gpu, paging_table.load_tables(gpu)) for gpu in gpus]

@@ -83,7 +83,7 @@ def _paging_tables(gpu: str) -> dict:
 @lru_cache(maxsize=1024)
 def _tuned_path(spec, path: str, device) -> tuple[tuple[int, ...], dict]:
     """(buckets, {bucket: config}) of the first table with an entry for ``spec``'s ``path``: the GPU's own,
-    then its arch's reference part's (``dispatch.table_gpus``; reported once); ((), {}) if none has one."""
+    then its stand-ins' (``dispatch.table_gpus``; reported once); ((), {}) if none has one."""
     gpus = table_gpus(device, spec.arch)
     key = entry_key(spec, path)
     for gpu in gpus:

@@ -652,6 +652,42 @@ def test_tables_of_another_triton_and_of_the_reference_part(tmp_path, monkeypatc
         dispatch.clear_cache()
 
 
+def test_a_sibling_part_runs_its_siblings_table_before_the_reference_parts(tmp_path, monkeypatch, caplog):
+    # An H800 SXM (an H100 SXM's silicon, SMs and memory) runs the H100's entries, then the H200's where the H100's
+    # table has none; each stand-in is reported once, naming why; an H20 (no sibling) goes to the H200's directly.
+    monkeypatch.setenv("SPARSEMLA_TUNED_DIR", str(tmp_path / "user"))
+    monkeypatch.setattr(tuned_table, "package_dir", lambda: tmp_path / "pkg")
+    spec = KernelSpec(arch="sm90", num_heads=64)
+    fp8 = replace(spec, kv_format="fp8_e4m3")
+    c_h100, c_h200, c_fp8 = Config(16, 16, 1, 4, 1), Config(32, 16, 1, 4, 1), Config(64, 32, 2, 8, 2)
+    prov = software_provenance()
+    write_table(tmp_path / "pkg" / "NVIDIA_H200" / "sparse_mla.json", "NVIDIA_H200",
+                {spec.key: {1: _entry(c_h200, 1)}, fp8.key: {1: _entry(c_fp8, 1)}}, prov)
+    write_table(tmp_path / "pkg" / "NVIDIA_H100_80GB_HBM3" / "sparse_mla.json", "NVIDIA_H100_80GB_HBM3",
+                {spec.key: {1: _entry(c_h100, 1)}}, prov)
+    cpu = torch.device("cpu")
+    try:
+        for name, own in (("NVIDIA H800", "NVIDIA_H800"), ("NVIDIA H800 80GB HBM3", "NVIDIA_H800_80GB_HBM3")):
+            monkeypatch.setenv("SPARSEMLA_GPU", name)
+            dispatch.clear_cache()
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="sparsemla"):
+                assert dispatch.table_gpus(cpu, "sm90") == (own, "NVIDIA_H100_80GB_HBM3", "NVIDIA_H200")
+                assert dispatch.select_config(spec, 8, cpu) == c_h100
+                assert dispatch.select_config(fp8, 8, cpu) == c_fp8
+            messages = [r.getMessage() for r in caplog.records]
+            assert len(messages) == 2 and "same SMs and memory" in messages[0] and "reference part" in messages[1]
+            assert dispatch.table_gpus(cpu, "sm120") == (own, "NVIDIA_RTX_PRO_6000_Blackwell")  # sm90 only
+        monkeypatch.setenv("SPARSEMLA_GPU", "NVIDIA H800 PCIe")  # 114 SMs: no sibling
+        dispatch.clear_cache()
+        assert dispatch.table_gpus(cpu, "sm90") == ("NVIDIA_H800_PCIe", "NVIDIA_H200")
+        assert dispatch.select_config(spec, 8, cpu) == c_h200
+        assert tuned_table.stand_in_gpus("NVIDIA_H100_80GB_HBM3", "sm90") == ("NVIDIA_H200",)
+        assert tuned_table.stand_in_gpus("NVIDIA_H200", "sm90") == ()
+    finally:
+        dispatch.clear_cache()
+
+
 def test_a_tuned_config_that_fails_is_replaced_by_the_default(tmp_path, monkeypatch, caplog):
     # A table entry this Triton cannot build or launch (e.g. a table of another Triton) is reported once and the
     # call runs the default config; a config the caller passed fails as it is.
