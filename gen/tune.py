@@ -573,10 +573,12 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
     for key, b in jobs:  # before any worker starts: enqueue defaults and seeds, clear stale trials
         spec = KernelSpec.from_key(key)
         entry = held[gpu].get(key, {}).get(b)
-        for other in stand_in_gpus(gpu, spec.arch) if entry is None else ():
+        for other in stand_in_gpus(gpu, spec.arch):
+            if entry is not None:
+                break
             if other not in held:
                 held[other] = load_tables(other, check_provenance=False)
-            entry = entry or held[other].get(key, {}).get(b)
+            entry = held[other].get(key, {}).get(b)
         prepare_study(spec, b, storage, gpu, settings, incumbent=entry.config if entry else None)
         if settings.sampler == "grid":  # every worker then finds the reports in the cache file
             constraint.precompile(spec, all_configs(study_space(spec, settings)), jobs=os.cpu_count() or 1)
