@@ -51,7 +51,7 @@ from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirn
                           software_provenance, stand_in_gpus, today, user_dir, write_table)
 
 __all__ = ["BUCKETS", "bucket_for", "Measurement", "TuneSettings", "run_study", "best_trial",
-           "study_entry", "static_entries", "tune_main"]
+           "study_entry", "seed_entry", "static_entries", "tune_main"]
 
 FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
 _DEFAULTS = Config()
@@ -552,6 +552,19 @@ def _warmer(settings: TuneSettings):
     return JitWarmer(settings.parallel, timeout=2 * settings.timeout)
 
 
+def seed_entry(gpu: str, spec: KernelSpec, bucket: int, held: dict) -> TunedEntry | None:
+    """The entry a study of ``gpu``'s is seeded with: its own table's, else its first stand-in's with one
+    (``tuned_table.stand_in_gpus``); tables of any software (each seed is measured again). ``held`` caches the
+    tables read, by GPU."""
+    for table_gpu in (gpu, *stand_in_gpus(gpu, spec.arch)):
+        if table_gpu not in held:
+            held[table_gpu] = load_tables(table_gpu, check_provenance=False)
+        entry = held[table_gpu].get(spec.key, {}).get(bucket)
+        if entry is not None:
+            return entry
+    return None
+
+
 def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, out_dir: Path,
              gpu: str | None = None) -> Path:
     """Tune ``specs`` [(spec, buckets)] on the visible GPUs and write the table."""
@@ -569,16 +582,10 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
     # Seeds from the tables, also those of other software (a new template, Triton): each seed is
     # measured again; session 7 lost its incumbents when the template hash changed. A GPU without an
     # entry of its own is seeded from its stand-ins' (an H100 from the H200's winners, an H800 from the H100's).
-    held = {gpu: load_tables(gpu, check_provenance=False)}
+    held: dict = {}
     for key, b in jobs:  # before any worker starts: enqueue defaults and seeds, clear stale trials
         spec = KernelSpec.from_key(key)
-        entry = held[gpu].get(key, {}).get(b)
-        for other in stand_in_gpus(gpu, spec.arch):
-            if entry is not None:
-                break
-            if other not in held:
-                held[other] = load_tables(other, check_provenance=False)
-            entry = held[other].get(key, {}).get(b)
+        entry = seed_entry(gpu, spec, b, held)
         prepare_study(spec, b, storage, gpu, settings, incumbent=entry.config if entry else None)
         if settings.sampler == "grid":  # every worker then finds the reports in the cache file
             constraint.precompile(spec, all_configs(study_space(spec, settings)), jobs=os.cpu_count() or 1)

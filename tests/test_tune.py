@@ -22,7 +22,7 @@ from sparsemla.gen.search_space import CompileConstraint, all_configs, search_sp
 from sparsemla.gen.spec import ARCHS, Config, KernelSpec, default_config  # noqa: E402
 from sparsemla.gen.suite import suite_specs  # noqa: E402
 from sparsemla.gen.tune import (TuneSettings, best_trial, in_space, measured_trials, prepare_study,  # noqa: E402
-                                run_study, static_entries, study_entry, study_space, trial_config)
+                                run_study, seed_entry, static_entries, study_entry, study_space, trial_config)
 from sparsemla.gen.tuned_table import (BUCKETS, TunedEntry, bucket_for, gpu_dirname, load_table,  # noqa: E402
                                        software_provenance, write_table)
 from sparsemla.runtime import dispatch  # noqa: E402
@@ -684,6 +684,13 @@ def test_a_sibling_part_runs_its_siblings_table_before_the_reference_parts(tmp_p
         assert dispatch.select_config(spec, 8, cpu) == c_h200
         assert tuned_table.stand_in_gpus("NVIDIA_H100_80GB_HBM3", "sm90") == ("NVIDIA_H200",)
         assert tuned_table.stand_in_gpus("NVIDIA_H200", "sm90") == ()
+        # The tuner seeds its studies the same way: an H800's from the H100's entries, then the H200's.
+        held = {}
+        assert seed_entry("NVIDIA_H800", spec, 1, held).config == c_h100
+        assert seed_entry("NVIDIA_H800", fp8, 1, held).config == c_fp8
+        assert seed_entry("NVIDIA_H800", fp8, 2, held) is None  # no bucket 2 anywhere
+        assert seed_entry("NVIDIA_H200", spec, 1, held).config == c_h200
+        assert sorted(held) == ["NVIDIA_H100_80GB_HBM3", "NVIDIA_H200", "NVIDIA_H800"]
     finally:
         dispatch.clear_cache()
 
