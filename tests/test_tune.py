@@ -654,7 +654,7 @@ def test_tables_of_another_triton_and_of_the_reference_part(tmp_path, monkeypatc
 
 def test_a_sibling_part_runs_its_siblings_table_before_the_reference_parts(tmp_path, monkeypatch, caplog):
     # An H800 SXM (an H100 SXM's silicon, SMs and memory) runs the H100's entries, then the H200's where the H100's
-    # table has none; each stand-in is reported once, naming why; an H20 (no sibling) goes to the H200's directly.
+    # table has none; each stand-in is reported once, naming why; an H800 PCIe (no sibling) goes to the H200's.
     monkeypatch.setenv("SPARSEMLA_TUNED_DIR", str(tmp_path / "user"))
     monkeypatch.setattr(tuned_table, "package_dir", lambda: tmp_path / "pkg")
     spec = KernelSpec(arch="sm90", num_heads=64)
