@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 import torch
 
 
 def _gpu_lines() -> tuple[list[str], torch.device | None]:
     if not torch.cuda.is_available():
-        return ["GPU: no GPU (CUDA not available)"], None
+        named = os.environ.get("SPARSEMLA_GPU")
+        return ["GPU: no GPU (CUDA not available)" + (f"; tables of SPARSEMLA_GPU={named!r}" if named else "")], None
     dev = torch.device("cuda", torch.cuda.current_device())
     p = torch.cuda.get_device_properties(dev)
     return [f"GPU: {p.name} (compute capability {p.major}.{p.minor}, {p.multi_processor_count} SMs)"], dev
@@ -21,8 +23,9 @@ def _tuned_lines(arch: str, device) -> list[str]:
     except ImportError:
         return ["tuned table: no tuned table module"]
     try:
-        gpus = dispatch.table_gpus(device, arch) if device is not None else ()
-        if not gpus:  # no GPU: the table of the arch's reference part
+        # without a GPU, the tables the runtime reads for $SPARSEMLA_GPU (dispatch._gpu), if set
+        gpus = dispatch.table_gpus(device if device is not None else torch.device("cpu"), arch)
+        if not gpus:  # no GPU named: the table of the arch's reference part
             gpus = (tt.REFERENCE_GPUS.get(arch),)
             if gpus[0] is None:
                 return [f"tuned table: no GPU, and no reference table for {arch}"]

@@ -387,13 +387,28 @@ def test_auto_backend_follows_tuned_table(monkeypatch):
     assert api._auto_backend(spec, 4, dev, None) == "triton"
 
 
-def test_info(capsys):
+def test_info(capsys, monkeypatch):
+    from sparsemla.runtime import dispatch
     from sparsemla.runtime.info import info_main
+    monkeypatch.delenv("SPARSEMLA_GPU", raising=False)
+    monkeypatch.setenv("SPARSEMLA_ARCH", "sm90")
+    dispatch.clear_cache()
     assert info_main([]) == 0
     text = capsys.readouterr().out
     assert "no GPU" in text and "arch: sm" in text and "triton " in text
     assert ("flashinfer not installed" in text) != fb.available()
-    assert "tuned table:" in text
+    assert "tuned table: NVIDIA_H200:" in text
+    # Without a GPU, $SPARSEMLA_GPU names the tables the runtime reads, as it does for the kernels' configs.
+    monkeypatch.setenv("SPARSEMLA_GPU", "NVIDIA H800")
+    dispatch.clear_cache()
+    try:
+        assert info_main([]) == 0
+        text = capsys.readouterr().out
+    finally:
+        dispatch.clear_cache()
+    assert "SPARSEMLA_GPU='NVIDIA H800'" in text and "tuned table: none for NVIDIA_H800" in text
+    assert "tuned table: NVIDIA_H100_80GB_HBM3:" in text and "same SMs and memory" in text
+    assert "tuned table: NVIDIA_H200:" in text and "reference part of sm90" in text
 
 
 def test_q_rows_the_gluon_kernel_copies_by_cp_async():
