@@ -3,7 +3,8 @@
 # bench suite through the installed package's own tables (tuned/NVIDIA_H100_80GB_HBM3 since session 54), one run
 # per format so a cut-off run loses only its own rows, packed into $OUT/bench.tgz; merge with benchmarks/merge_bench.py
 # --table tuned/NVIDIA_H100_80GB_HBM3/sparse_mla.json into benchmarks/results/NVIDIA_H100_80GB_HBM3.
-#   FORMATS=bf16,fp8 bash benchmarks/calls/s55_h100_bench.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
+#   FORMATS=bf16,fp8 bash benchmarks/calls/s55_h100_bench.sh
+#   (after: source .whl/prelude.sh && python3 -m pip install .)
 set -u
 export PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
