@@ -108,8 +108,8 @@ class TunedEntry:
     source: str = "tuned"
     triton_bench_us: float | None = None
     default_time_us: float | None = None  # the arch's default config, measured like time_us
-    # the config the tables held for this bucket when the study began (the GPU's own, else its arch's reference
-    # part's), and its time in that study (None: not timed, e.g. outside the search space)
+    # the config the tables held for this bucket when the study began (the GPU's own, else its stand-ins'), and
+    # its time in that study (None: not timed, e.g. outside the search space)
     incumbent: Config | None = None
     incumbent_time_us: float | None = None
 

@@ -15,6 +15,10 @@ from pathlib import Path
 
 from sparsemla.gen.render import atomic_write
 from sparsemla.gen.spec import Config, config_label
+from sparsemla.gen.tuned_table import parse_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/, for merge_tuned
+from merge_tuned import append_note  # noqa: E402
 
 
 def main(table_path: str) -> int:
@@ -30,9 +34,9 @@ def main(table_path: str) -> int:
             print(f"{p['spec']} T={p['bucket']}: {p['own']} -> {p['ref']} ({p['own_us']:.2f} -> {p['ref_us']:.2f} us)")
         else:
             print(f"{p['spec']} T={p['bucket']}: kept {p['own']} ({p['own_us']:.2f} us; {p['ref']} {p['ref_us']:.2f})")
-    table["provenance"]["template_note"] = (table["provenance"].get("template_note", "") + "; session 55: the "
-                                            "H200's configs its tuning could not time, timed against its entries "
-                                            "(benchmarks/results/session55/ref_pairs.json)").lstrip("; ")
+    append_note(table["provenance"], "session 55: the H200's configs its tuning could not time, timed against its "
+                "entries (benchmarks/results/session55/ref_pairs.json)")
+    parse_table(table)  # what the runtime will read
     atomic_write(Path(table_path), json.dumps(table, indent=1) + "\n")
     return 0
 
