@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 import os
 import weakref
 from collections import OrderedDict
@@ -21,6 +23,13 @@ log = logging.getLogger("sparsemla")
 BACKENDS = ("auto", "triton", "torch", "flashinfer")
 _DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 _FIXED_DIMS = {"fp8_ds_mla": (576, 512), "model1": (512, 512)}
+
+
+def _check_sm_scale(sm_scale):
+    """sm_scale must be a positive finite real number (a Python or NumPy one: it is read on the host)."""
+    if (isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real)
+            or not math.isfinite(sm_scale) or sm_scale <= 0):
+        raise ValueError(f"sm_scale={sm_scale!r}: expected a positive finite float")
 
 
 def device_arch(device: torch.device) -> str:
@@ -254,8 +263,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                 _calls.move_to_end(key)
             except KeyError:  # evicted since by another thread's call: it still runs
                 pass
-            if not isinstance(sm_scale, (int, float)) or not sm_scale > 0:
-                raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float")
+            _check_sm_scale(sm_scale)
             return prepared(q, indices, sm_scale, out, topk_length, attn_sink, extra_indices, extra_topk_length)
 
     if backend not in BACKENDS:
@@ -270,8 +278,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     if kv_format in _FIXED_DIMS and (d_qk, d_v) != _FIXED_DIMS[kv_format]:
         raise ValueError(f"q: last dim {d_qk} with d_v={d_v}; kv_format={kv_format!r} expects "
                          f"d_qk={_FIXED_DIMS[kv_format][0]}, d_v={_FIXED_DIMS[kv_format][1]}")
-    if not isinstance(sm_scale, (int, float)) or not sm_scale > 0:
-        raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float")
+    _check_sm_scale(sm_scale)
     dev = q.device
     view = describe_cache(_alias(kv_cache), kv_format, d_qk, d_v, page_size=page_size, kv_scale=kv_scale,
                           q_dtype=q.dtype)
@@ -293,7 +300,8 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         raise ValueError("extra_topk_length: given without extra_kv_cache")
     if extra_kv_cache is not None:
         xview = describe_cache(_alias(extra_kv_cache), kv_format, d_qk, d_v, name="extra_kv_cache",
-                               page_size=extra_page_size, kv_scale=extra_kv_scale, q_dtype=q.dtype)
+                               page_size=extra_page_size, kv_scale=extra_kv_scale, scale_name="extra_kv_scale",
+                               q_dtype=q.dtype)
         if extra_kv_cache.device != dev:
             raise ValueError(f"extra_kv_cache: on {extra_kv_cache.device}, expected q's device {dev}")
         if not isinstance(extra_indices, torch.Tensor) or extra_indices.ndim != 2:

@@ -6,6 +6,8 @@ formats, bytes for packed ones), and ``views`` holds the typed tensors the segme
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -54,10 +56,26 @@ def _expected(kv_format: str, d_qk: int, page_size) -> str:
             f"{pb} bytes: page_size rows of 448 e4m3 + 64 bf16, then page_size rows of 7 ue8m0 + 1 pad")
 
 
+def positive_scale(name: str, value) -> float:
+    """``value`` (a real number or a one-element tensor) as a positive finite float; errors name ``name``."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise ValueError(f"{name}: a tensor of shape {tuple(value.shape)}, expected a single value")
+        scale = float(value)
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        scale = float(value)
+    else:
+        raise TypeError(f"{name}={value!r}: expected a positive finite float")
+    if not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"{name}={value!r}: expected a positive finite float")
+    return scale
+
+
 def describe_cache(cache, kv_format: str, d_qk: int, d_v: int, *, name: str = "kv_cache",
                    page_size: int | None = None, kv_scale: float | None = None,
-                   q_dtype: torch.dtype | None = None) -> KVCacheView:
-    """Validate ``cache`` for ``kv_format`` and return how to read it; errors name ``name``."""
+                   scale_name: str = "kv_scale", q_dtype: torch.dtype | None = None) -> KVCacheView:
+    """Validate ``cache`` for ``kv_format`` and return how to read it; errors name ``name`` (the cache) and
+    ``scale_name`` (its per-tensor scale)."""
     layout = format_layout(kv_format, d_qk, d_v)
     if not isinstance(cache, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(cache).__name__}")
@@ -70,7 +88,7 @@ def describe_cache(cache, kv_format: str, d_qk: int, d_v: int, *, name: str = "k
     if page_size is not None and (not isinstance(page_size, int) or page_size < 1):
         raise ValueError(f"page_size={page_size!r}: expected a positive int")
     if kv_scale is not None and kv_format != "fp8_e4m3":
-        raise ValueError(f"kv_scale={kv_scale!r}: only kv_format='fp8_e4m3' has a per-tensor scale")
+        raise ValueError(f"{scale_name}={kv_scale!r}: only kv_format='fp8_e4m3' has a per-tensor scale")
     if cache.ndim == 4:
         if cache.shape[2] != 1:
             bad("has a 4-D shape whose dim 2 (kv heads) is not 1")
@@ -90,7 +108,7 @@ def describe_cache(cache, kv_format: str, d_qk: int, d_v: int, *, name: str = "k
         if cache.ndim not in (2, 3) or cache.shape[-1] != d_qk or cache.stride(-1) != 1:
             bad(f"does not end in a contiguous dim of {d_qk}")
         views = {"elem" if kv_format == "auto" else "fp8": base}
-        scale = 1.0 if kv_scale is None else float(kv_scale)
+        scale = 1.0 if kv_scale is None else positive_scale(scale_name, kv_scale)
     elif kv_format == "fp8_ds_mla":
         if cache.dtype not in (torch.uint8, torch.float8_e4m3fn):
             bad("has the wrong dtype")

@@ -1,4 +1,5 @@
 """Bad input gets a ValueError/TypeError that names the argument and says what was expected."""
+import numpy as np
 import pytest
 import torch
 
@@ -48,6 +49,27 @@ def test_bad_keywords_are_named():
         with pytest.raises((ValueError, TypeError)) as e:
             sparsemla.sparse_mla(q, c, i, **kw)
         assert word in str(e.value), (kw, str(e.value))
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.5, float("nan"), float("inf"), True, "2", torch.tensor([0.5, 0.25])])
+def test_scales_must_be_positive_finite_numbers(bad):
+    """A zero, negative or non-finite scale would give a silently wrong answer (all-zero keys, NaN)."""
+    q, c, i = _problem()
+    with pytest.raises((ValueError, TypeError)) as e:
+        sparsemla.sparse_mla(q, c, i, sm_scale=bad, backend="torch")
+    assert f"sm_scale={bad!r}" in str(e.value), str(e.value)
+    fp8, scale = sparsemla.quantize_kv(c.float(), "fp8_e4m3")
+    for name, kw in [("kv_scale", dict(kv_scale=bad)),
+                     ("extra_kv_scale", dict(kv_scale=scale, extra_kv_cache=fp8, extra_indices=i,
+                                             extra_kv_scale=bad))]:
+        with pytest.raises((ValueError, TypeError)) as e:
+            sparsemla.sparse_mla(q, fp8, i, sm_scale=0.1, kv_format="fp8_e4m3", backend="torch", **kw)
+        assert str(e.value).startswith(name) and "expected a" in str(e.value), str(e.value)
+    # what the runtime does accept: NumPy's reals, and a one-element tensor as the cache's scale
+    out = sparsemla.sparse_mla(q, fp8, i, sm_scale=np.float32(0.1), kv_format="fp8_e4m3",
+                               kv_scale=torch.tensor(scale), backend="torch")
+    ref = sparsemla.sparse_mla(q, fp8, i, sm_scale=0.1, kv_format="fp8_e4m3", kv_scale=scale, backend="torch")
+    torch.testing.assert_close(out, ref)
 
 
 def test_packed_format_errors_state_the_expected_layout():
