@@ -65,6 +65,10 @@ def test_scales_must_be_positive_finite_numbers(bad):
         with pytest.raises((ValueError, TypeError)) as e:
             sparsemla.sparse_mla(q, fp8, i, sm_scale=0.1, kv_format="fp8_e4m3", backend="torch", **kw)
         assert str(e.value).startswith(name) and "expected a" in str(e.value), str(e.value)
+    with pytest.raises((ValueError, TypeError), match="kv_scale"):
+        sparsemla.quantize_kv(c.float(), "fp8_e4m3", kv_scale=bad)
+    with pytest.raises(ValueError, match="only kv_format='fp8_e4m3'"):
+        sparsemla.quantize_kv(c.float(), "fp8_ds_mla", kv_scale=0.5)
     # what the runtime does accept: NumPy's reals, and a one-element tensor as the cache's scale
     out = sparsemla.sparse_mla(q, fp8, i, sm_scale=np.float32(0.1), kv_format="fp8_e4m3",
                                kv_scale=torch.tensor(scale), backend="torch")
