@@ -350,7 +350,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     if backend == "triton" and dev.type != "cuda" and not interpreting():
         raise ValueError(f"backend='triton' on a {dev.type} tensor needs TRITON_INTERPRET=1 "
                          f"(Triton's interpreter); use backend='torch' or a CUDA tensor")
-    if topk == 0:  # no list has a slot: nothing to launch
+    if topk == 0 or T * H == 0:  # no list has a slot, or there is no row to compute: nothing to launch
         _empty_rows(out, lse)
         return (out, lse) if return_lse else out
     if compute_dtype is None:
