@@ -14,7 +14,10 @@ def _render(argv):
     ap.add_argument("--out", default=".", help="directory to write <module_name>.py into")
     args = ap.parse_args(argv)
     import os
-    spec = KernelSpec.from_key(args.spec)
+    try:
+        spec = KernelSpec.from_key(args.spec)
+    except ValueError as e:
+        ap.error(f"--spec: {e}")
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, spec.module_name + ".py")
     with open(path, "w") as f:

@@ -88,6 +88,9 @@ def test_cli_render_writes_the_source(tmp_path, capsys):
     assert cli_main(["gen", "render", "--spec", spec.key, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out.strip()
     assert os.path.exists(out) and spec.key in open(out).read()
+    with pytest.raises(SystemExit) as e:  # a bad key: a usage error naming it, not a traceback
+        cli_main(["gen", "render", "--spec", spec.key + "-bogus", "--out", str(tmp_path)])
+    assert e.value.code == 2 and f"--spec: spec key '{spec.key}-bogus'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("fmt,d,page", [("fp8_ds_mla", 576, 16), ("model1", 512, 64), ("model1", 512, 256),
