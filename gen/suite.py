@@ -6,6 +6,8 @@ Decode: T in {1, 4, 16, 64, 128, 256} x H in {16, 32, 64, 128}; prefill: T = 409
 """
 from __future__ import annotations
 
+import argparse
+
 from .spec import KernelSpec
 
 TOPK = 2048
@@ -49,3 +51,23 @@ def suite_specs(arch: str, formats=None, heads=None, tokens=None,
             if ts:
                 out.append((suite_spec(fmt, H, arch), tuple(ts)))
     return out
+
+
+def format_list(text: str) -> list[str]:
+    """argparse type of --formats: a comma list of the suite's format labels."""
+    names = text.split(",")
+    bad = [n for n in names if n not in SUITE_FORMATS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{','.join(bad)}: expected a comma list of {','.join(SUITE_FORMATS)}")
+    return names
+
+
+def positive_int_list(text: str) -> list[int]:
+    """argparse type of --tokens / --heads: a comma list of positive ints."""
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of positive ints")
+    return values

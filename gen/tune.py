@@ -46,7 +46,7 @@ from .render import attention_template_hash, cache_dir
 from .search_space import (ON_OFF, PARAMS, CompileConstraint, all_configs, restricted, search_space, space_size,
                            static_reason)
 from .spec import ARCHS, Config, KernelSpec, config_label, default_config, filling_splits
-from .suite import SUITE_FORMATS, suite_specs
+from .suite import SUITE_FORMATS, format_list, positive_int_list, suite_specs
 from .tuned_table import (BUCKETS, STATIC_GPUS, TunedEntry, bucket_for, gpu_dirname, load_tables, package_dir,
                           software_provenance, stand_in_gpus, today, user_dir, write_table)
 
@@ -642,16 +642,22 @@ def tune_gpu(specs, settings: TuneSettings, *, storage=None, workers: int = 1, o
     return path
 
 
-def _ints(s):
-    return [int(x) for x in s.split(",")] if s else None
+def _suite_specs(ap, arch, args):
+    """The suite's specs that --formats, --heads and --tokens pick; a bucket outside the tuned ones is a usage
+    error."""
+    try:
+        return suite_specs(arch, args.formats, args.heads, args.tokens)
+    except ValueError as e:
+        ap.error(str(e))
 
 
 def tune_main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="sparsemla tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--formats", default=None, help="comma list of " + ",".join(SUITE_FORMATS))
-    ap.add_argument("--heads", default=None, help="comma list of H (default the suite's)")
-    ap.add_argument("--tokens", default=None, help="comma list of T buckets (default the suite's)")
+    ap.add_argument("--formats", type=format_list, default=None, help="comma list of " + ",".join(SUITE_FORMATS))
+    ap.add_argument("--heads", type=positive_int_list, default=None, help="comma list of H (default the suite's)")
+    ap.add_argument("--tokens", type=positive_int_list, default=None,
+                    help="comma list of T buckets (default the suite's)")
     ap.add_argument("--trials", type=int, default=48, help="measured configs per study (TPE)")
     ap.add_argument("--sampler", choices=("tpe", "grid"), default="tpe")
     ap.add_argument("--storage", default=None, help="RDB URL or journal file (default per GPU in the cache dir)")
@@ -672,7 +678,6 @@ def tune_main(argv=None) -> int:
     args = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     out_dir = Path(args.out) if args.out else (package_dir() if args.ship else user_dir())
-    formats = args.formats.split(",") if args.formats else None
     settings = TuneSettings(None if args.sampler == "grid" else args.trials, args.sampler, args.seed,
                             args.max_spill, args.timeout, max(1, args.parallel), confirm_top=max(0, args.confirm))
     if args.static:
@@ -681,7 +686,7 @@ def tune_main(argv=None) -> int:
         gpu = args.gpu or STATIC_GPUS.get(args.arch)
         if gpu is None:
             ap.error(f"--static --arch {args.arch}: give --gpu (no default GPU for this arch)")
-        specs = suite_specs(args.arch, formats, _ints(args.heads), _ints(args.tokens))
+        specs = _suite_specs(ap, args.arch, args)
         t0 = time.time()
         constraint = CompileConstraint(args.max_spill)
         try:
@@ -703,7 +708,7 @@ def tune_main(argv=None) -> int:
     arch = device_arch(torch.device("cuda", 0))
     if args.arch and args.arch != arch:
         ap.error(f"--arch {args.arch} but the GPU is {arch}")
-    specs = suite_specs(arch, formats, _ints(args.heads), _ints(args.tokens))
+    specs = _suite_specs(ap, arch, args)
     path = tune_gpu(specs, settings, storage=args.storage, workers=args.workers, out_dir=out_dir, gpu=args.gpu)
     print(path)
     return 0

@@ -23,7 +23,8 @@ import torch
 from sparsemla.gen.gpu_measure import rel_err
 from sparsemla.bench_plot import try_plot
 from sparsemla.gen.render import atomic_write
-from sparsemla.gen.suite import DECODE_T, HEADS, PREFILL_H, PREFILL_T, SLOTS, SUITE_FORMATS, TOPK
+from sparsemla.gen.suite import (DECODE_T, HEADS, PREFILL_H, PREFILL_T, SLOTS, SUITE_FORMATS, TOPK, format_list,
+                                 positive_int_list)
 
 
 @dataclass(frozen=True)
@@ -440,9 +441,9 @@ def write_results(res, out_dir, device, title="sparse MLA benchmark suite"):
 
 def bench_main(argv=None):
     ap = argparse.ArgumentParser(prog="sparsemla bench", description=__doc__)
-    ap.add_argument("--formats", default=",".join(FORMATS), help="comma list of " + ",".join(FORMATS))
-    ap.add_argument("--tokens", default=None, help="comma list of decode T (default the suite's)")
-    ap.add_argument("--heads", default=None, help="comma list of H (default 16,32,64,128)")
+    ap.add_argument("--formats", type=format_list, default=list(FORMATS), help="comma list of " + ",".join(FORMATS))
+    ap.add_argument("--tokens", type=positive_int_list, default=None, help="comma list of decode T (default the suite's)")
+    ap.add_argument("--heads", type=positive_int_list, default=None, help="comma list of H (default 16,32,64,128)")
     ap.add_argument("--no-prefill", action="store_true")
     ap.add_argument("--no-flashinfer", action="store_true")
     ap.add_argument("--out", default="benchmarks/results")
@@ -452,8 +453,7 @@ def bench_main(argv=None):
     if not torch.cuda.is_available():
         print("sparsemla bench needs a CUDA GPU", file=sys.stderr)
         return 2
-    ints = lambda s: [int(x) for x in s.split(",")] if s else None
-    rows = suite_rows(args.formats.split(","), ints(args.tokens), ints(args.heads), not args.no_prefill)
+    rows = suite_rows(args.formats, args.tokens, args.heads, not args.no_prefill)
     dev = torch.device("cuda")
     os.makedirs(args.out, exist_ok=True)
     prov = provenance(dev)

@@ -764,6 +764,17 @@ def test_tune_cli_without_gpu(capsys):
     assert "needs a CUDA GPU" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         tune_main(["--static"])  # --static needs --arch
+    # bad lists are usage errors naming the option, before any work (bench's options take the same types)
+    from sparsemla.bench import bench_main
+    for main, argv, words in [
+            (tune_main, ["--static", "--arch", "sm120", "--formats", "fp8,bf17"], "--formats: bf17"),
+            (tune_main, ["--static", "--arch", "sm120", "--heads", "16,0"], "--heads: '16,0'"),
+            (tune_main, ["--static", "--arch", "sm120", "--tokens", "3"], "tokens=[3]: expected powers of two"),
+            (bench_main, ["--tokens", "x"], "--tokens: 'x'"),
+            (bench_main, ["--formats", "fp9"], "--formats: fp9")]:
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2 and words in capsys.readouterr().err, argv
 
 
 def test_shipped_tables_parse():
