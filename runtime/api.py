@@ -27,6 +27,8 @@ _FIXED_DIMS = {"fp8_ds_mla": (576, 512), "model1": (512, 512)}
 
 def _check_sm_scale(sm_scale):
     """sm_scale must be a positive finite real number (a Python or NumPy one: it is read on the host)."""
+    if type(sm_scale) is float and 0.0 < sm_scale < math.inf:  # the usual case, checked first: every call pays it
+        return
     if (isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real)
             or not math.isfinite(sm_scale) or sm_scale <= 0):
         raise ValueError(f"sm_scale={sm_scale!r}: expected a positive finite float")
