@@ -266,7 +266,7 @@ def test_bf16_q_on_the_interpreter_computes_in_fp32():
 @pytest.mark.parametrize("backend", ["torch", "triton"])
 @pytest.mark.parametrize("T,H", [(0, 16), (3, 0)])
 def test_no_tokens_or_no_heads_give_empty_results(backend, T, H):
-    # (an engine's step with no decode tokens; a rank with no heads): empty outputs of the right shapes, no launch
+    # (an engine's step with no decode tokens; a rank with no heads): empty outputs of the right shapes
     cache = torch.randn(64, 576).half()
     idx = torch.randint(0, 64, (T, 8), dtype=torch.int32)
     out, lse = sparsemla.sparse_mla(torch.randn(T, H, 576).half(), cache, idx, sm_scale=0.04, return_lse=True,
