@@ -56,8 +56,13 @@ def _expected(kv_format: str, d_qk: int, page_size) -> str:
             f"{pb} bytes: page_size rows of 448 e4m3 + 64 bf16, then page_size rows of 7 ue8m0 + 1 pad")
 
 
-def positive_scale(name: str, value) -> float:
-    """``value`` (a real number or a one-element tensor) as a positive finite float; errors name ``name``."""
+def format_scale(kv_format: str, value, name: str = "kv_scale") -> float | None:
+    """A cache's per-tensor scale ``value`` (None, a real number or a one-element tensor) as None or a positive
+    finite float; only fp8_e4m3 has one. Errors name ``name``."""
+    if value is None:
+        return None
+    if kv_format != "fp8_e4m3":
+        raise ValueError(f"{name}={value!r}: only kv_format='fp8_e4m3' has a per-tensor scale")
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             raise ValueError(f"{name}: a tensor of shape {tuple(value.shape)}, expected a single value")
@@ -87,8 +92,7 @@ def describe_cache(cache, kv_format: str, d_qk: int, d_v: int, *, name: str = "k
 
     if page_size is not None and (not isinstance(page_size, int) or page_size < 1):
         raise ValueError(f"page_size={page_size!r}: expected a positive int")
-    if kv_scale is not None and kv_format != "fp8_e4m3":
-        raise ValueError(f"{scale_name}={kv_scale!r}: only kv_format='fp8_e4m3' has a per-tensor scale")
+    kv_scale = format_scale(kv_format, kv_scale, scale_name)
     if cache.ndim == 4:
         if cache.shape[2] != 1:
             bad("has a 4-D shape whose dim 2 (kv heads) is not 1")
@@ -108,7 +112,7 @@ def describe_cache(cache, kv_format: str, d_qk: int, d_v: int, *, name: str = "k
         if cache.ndim not in (2, 3) or cache.shape[-1] != d_qk or cache.stride(-1) != 1:
             bad(f"does not end in a contiguous dim of {d_qk}")
         views = {"elem" if kv_format == "auto" else "fp8": base}
-        scale = 1.0 if kv_scale is None else positive_scale(scale_name, kv_scale)
+        scale = 1.0 if kv_scale is None else kv_scale
     elif kv_format == "fp8_ds_mla":
         if cache.dtype not in (torch.uint8, torch.float8_e4m3fn):
             bad("has the wrong dtype")

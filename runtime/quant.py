@@ -9,7 +9,7 @@ import torch
 
 from sparsemla.gen.layout import FORMATS, model1_page_bytes
 
-from .kvcache import describe_cache, gather_rows, positive_scale
+from .kvcache import describe_cache, format_scale, gather_rows
 
 E4M3_MAX = 448.0
 
@@ -61,10 +61,7 @@ def quantize_kv(kv: torch.Tensor, kv_format: str, *, page_size: int | None = Non
     """
     if kv_format not in FORMATS:
         raise ValueError(f"kv_format={kv_format!r}: expected one of {FORMATS}")
-    if kv_scale is not None:
-        if kv_format != "fp8_e4m3":
-            raise ValueError(f"kv_scale={kv_scale!r}: only kv_format='fp8_e4m3' has a per-tensor scale")
-        kv_scale = positive_scale("kv_scale", kv_scale)
+    kv_scale = format_scale(kv_format, kv_scale)
     if kv_format == "auto":
         _check_input(kv)
         return kv.clone() if page_size is None else _pages(kv, page_size)
