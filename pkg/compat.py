@@ -93,10 +93,25 @@ def _renamed(e: Exception, renames=_RENAMES) -> Exception:
     return e
 
 
+def _flat_out(out, q, shape, desc, flat_shape):
+    """``out`` ([*shape] of q's dtype and device, checked) as the [T, H, d_v] tensor sparse_mla writes: a view of
+    it, or None where its strides allow no such view (then the caller copies the result in)."""
+    if out is None:
+        return None
+    _check("out", out, desc, (len(shape),), (q.dtype,))
+    _shape("out", out, shape, desc)
+    if out.device != q.device:
+        raise ValueError(f"out: on {out.device}, expected q's device {q.device}")
+    try:
+        return out.view(flat_shape)
+    except RuntimeError:
+        return None
+
+
 def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v, tile_scheduler_metadata=None,
                            num_splits=None, softmax_scale=None, causal=False, is_fp8_kvcache=False,
                            indices=None, attn_sink=None, extra_k_cache=None, extra_indices_in_kvcache=None,
-                           topk_length=None, extra_topk_length=None):
+                           topk_length=None, extra_topk_length=None, *, out=None):
     """FlashMLA's sparse decode: ``(out [b, s_q, h, head_dim_v], lse [b, h, s_q] float32)``.
 
     q: [b, s_q, h, d_qk]; indices: [b, s_q, topk] int32 global slot ids
@@ -105,7 +120,9 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v, t
     ("fp8_ds_mla") or 584 with a page stride of ``model1_page_bytes(page_size)`` ("model1",
     the view FlashMLA takes of DeepSeek-V4 pages). topk_length / extra_topk_length: [b] int32
     (or [b, s_q]). block_table, cache_seqlens, tile_scheduler_metadata and num_splits are
-    accepted and ignored (sparse decode does not read them). out has q's dtype.
+    accepted and ignored (sparse decode does not read them). out has q's dtype; ``out=`` (keyword
+    only, as vLLM's DeepSeek-V4 code passes it) is a preallocated [b, s_q, h, head_dim_v] tensor of
+    q's dtype that receives it and is returned.
     """
     if indices is None:
         raise NotImplementedError("indices=None: sparsemla implements FlashMLA's sparse decode only; "
@@ -133,28 +150,37 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v, t
         x_idx = extra_indices_in_kvcache.reshape(b * s_q, x_topk)
     if softmax_scale is None:
         softmax_scale = d_qk ** -0.5
+    out_flat = _flat_out(out, q, (b, s_q, h, head_dim_v), "[b, s_q, h, head_dim_v]", (b * s_q, h, head_dim_v))
     try:
-        out, lse = sparse_mla(
+        res, lse = sparse_mla(
             q.reshape(b * s_q, h, d_qk), k_cache, indices.reshape(b * s_q, indices.shape[-1]),
             sm_scale=softmax_scale, kv_format=kv_format, d_v=head_dim_v,
             topk_length=_per_token("topk_length", topk_length, b, s_q), return_lse=True,
             attn_sink=attn_sink, extra_kv_cache=extra_k_cache, extra_indices=x_idx,
-            extra_topk_length=_per_token("extra_topk_length", extra_topk_length, b, s_q))
+            extra_topk_length=_per_token("extra_topk_length", extra_topk_length, b, s_q), out=out_flat)
     except (ValueError, TypeError) as e:
         raise _renamed(e) from None
-    return out.view(b, s_q, h, head_dim_v), lse.view(b, s_q, h).transpose(1, 2).contiguous()
+    res = res.view(b, s_q, h, head_dim_v)
+    if out is not None and out_flat is None:
+        res = out.copy_(res)
+    return (out if out is not None else res), lse.view(b, s_q, h).transpose(1, 2).contiguous()
 
 
-def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None, *,
-                         return_max_logits=True):
-    """FlashMLA's sparse prefill: ``(out [s_q, h, d_v], max_logits [s_q, h], lse [s_q, h])``.
+def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None, indexer_topk=0,
+                         *, out=None, return_max_logits=True):
+    """FlashMLA's sparse prefill: ``(out [s_q, h, d_v], max_logits [s_q, h], lse [s_q, h])``, and
+    ``lse_indexer [s_q, h]`` fourth where ``indexer_topk`` > 0.
 
     q: [s_q, h, d_qk]; kv: [s_kv, 1, d_qk] (or [s_kv, d_qk]) of q's dtype; indices:
     [s_q, 1, topk] (or [s_q, topk]) int32 rows of kv, -1 or >= s_kv = skip; topk_length:
     [s_q] int32. max_logits is the max of the scaled scores over the valid entries (-inf
     when none), computed by ``sparse_max_logits``: an extra gather + fp32 matmul over all
-    selected rows, about the cost of the attention's QK^T pass again;
-    ``return_max_logits=False`` skips it and returns None in its place.
+    selected rows, in PyTorch: on a GPU it can cost more than the attention itself, so an engine that
+    discards max_logits (as serving engines do) passes ``return_max_logits=False``, which skips it and
+    returns None in its place. ``indexer_topk`` (FlashMLA's, for DeepSeek-V4's indexer loss): lse_indexer
+    is the LSE over the first indexer_topk entries of each row's list (within topk_length), computed by
+    a second attention call over those entries. ``out=`` (keyword only, as vLLM's DeepSeek-V4 code
+    passes it): a preallocated [s_q, h, d_v] tensor of q's dtype that receives the output, returned first.
     """
     _check("q", q, "[s_q, h, d_qk]", (3,))
     s_q = q.shape[0]
@@ -168,14 +194,22 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk
         _shape("indices", indices, (s_q, 1, indices.shape[-1]), "[s_q, 1, topk]")
         indices = indices[:, 0]
     _shape("indices", indices, (s_q, indices.shape[-1]), "[s_q, topk]")
+    if isinstance(indexer_topk, bool) or not isinstance(indexer_topk, int) or indexer_topk < 0:
+        raise ValueError(f"indexer_topk={indexer_topk!r}: expected an int >= 0 (0: no lse_indexer)")
     try:
         out, lse = sparse_mla(q, kv, indices, sm_scale=sm_scale, kv_format="auto", d_v=d_v,
                               topk_length=topk_length, return_lse=True, attn_sink=attn_sink,
-                              check_indices=False)
+                              check_indices=False, out=out)
+        if indexer_topk:
+            # The first indexer_topk entries of each list, within its topk_length: LSE excludes the sink.
+            first = min(indexer_topk, indices.shape[1])
+            first_len = None if topk_length is None else topk_length.clamp(max=first)
+            _, lse_indexer = sparse_mla(q, kv, indices[:, :first], sm_scale=sm_scale, kv_format="auto", d_v=d_v,
+                                        topk_length=first_len, return_lse=True, check_indices=False)
     except (ValueError, TypeError) as e:
         raise _renamed(e, (("kv_cache", "kv"),)) from None
     max_logits = sparse_max_logits(q, kv, indices, sm_scale, topk_length) if return_max_logits else None
-    return out, max_logits, lse
+    return (out, max_logits, lse, lse_indexer) if indexer_topk else (out, max_logits, lse)
 
 
 def sparse_max_logits(q: torch.Tensor, kv: torch.Tensor, indices: torch.Tensor, sm_scale: float,

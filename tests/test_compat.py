@@ -135,6 +135,66 @@ def test_sparse_fwd():
     assert none is None
 
 
+@pytest.mark.parametrize("backend", ["torch", "triton"])
+def test_out_argument(monkeypatch, backend):
+    """out= (vLLM's DeepSeek-V4 calls pass it): written in place and returned, also where its strides allow no
+    [b * s_q, h, d_v] view (then the result is copied in); the same values as a call without it."""
+    monkeypatch.setenv("SPARSEMLA_BACKEND", backend)
+    gen = torch.Generator().manual_seed(11)
+    b, s_q, h, topk, slots = 2, 3, 4, 16, 64
+    k_cache, _, d_qk, dtype = make_k_cache("fp8_ds_mla", slots, gen)
+    q = torch.randn(b, s_q, h, d_qk, generator=gen).to(dtype)
+    idx = torch.randint(0, slots, (b, s_q, topk), generator=gen, dtype=torch.int32)
+    ref_out, ref_lse = flash_mla_with_kvcache(q, k_cache, None, None, 512, is_fp8_kvcache=True, indices=idx)
+    viewable = torch.full((b * s_q + 2, h, 512), float("nan"), dtype=dtype)[1:-1].view(b, s_q, h, 512)
+    strided = torch.full((s_q, b, h, 512), float("nan"), dtype=dtype).transpose(0, 1)  # no flat view
+    for out in (viewable, strided):
+        res, lse = flash_mla_with_kvcache(q, k_cache, None, None, 512, is_fp8_kvcache=True, indices=idx, out=out)
+        assert res is out and torch.equal(out, ref_out) and torch.equal(lse, ref_lse)
+    buf = torch.full((9, h, 512), float("nan"), dtype=dtype)
+    with pytest.raises(TypeError, match=r"^out: dtype torch.float32, expected torch.bfloat16"):
+        flash_mla_with_kvcache(q, k_cache, None, None, 512, is_fp8_kvcache=True, indices=idx,
+                               out=torch.empty(b, s_q, h, 512))
+    with pytest.raises(ValueError, match=r"^out: shape \(2, 3, 4, 256\), expected \[b, s_q, h, head_dim_v\]"):
+        flash_mla_with_kvcache(q, k_cache, None, None, 512, is_fp8_kvcache=True, indices=idx,
+                               out=torch.empty(b, s_q, h, 256, dtype=dtype))
+
+    qp = torch.randn(5, h, 576, generator=gen).to(dtype)
+    kv = torch.randn(slots, 1, 576, generator=gen).to(dtype)
+    pidx = torch.randint(0, slots, (5, 1, topk), generator=gen, dtype=torch.int32)
+    ref, _, ref_lse = flash_mla_sparse_fwd(qp, kv, pidx, 0.05, return_max_logits=False)
+    res, _, lse = flash_mla_sparse_fwd(qp, kv, pidx, 0.05, out=buf[2:7], return_max_logits=False)
+    assert res.data_ptr() == buf[2].data_ptr() and torch.equal(buf[2:7], ref) and torch.equal(lse, ref_lse)
+    assert buf[:2].isnan().all() and buf[7:].isnan().all()
+    with pytest.raises(ValueError, match=r"^out: shape \(4, 4, 512\), expected \(5, 4, 512\)"):
+        flash_mla_sparse_fwd(qp, kv, pidx, 0.05, out=buf[:4])
+
+
+def test_sparse_fwd_indexer_lse():
+    """indexer_topk (FlashMLA's DeepSeek-V4 signature): a fourth result, the LSE over each list's first
+    indexer_topk entries within its topk_length, against the fp64 reference over those entries."""
+    gen = torch.Generator().manual_seed(12)
+    s_q, h, s_kv, topk, first = 4, 3, 50, 24, 10
+    q = torch.randn(s_q, h, 512, generator=gen)
+    kv = torch.randn(s_kv, 1, 512, generator=gen)
+    idx = torch.randint(0, s_kv, (s_q, 1, topk), generator=gen, dtype=torch.int32)
+    idx[1, 0, :first] = -1  # nothing valid in its indexer part
+    topk_length = torch.tensor([topk, topk, 6, 0], dtype=torch.int32)
+    sink = torch.randn(h, generator=gen)  # no effect on either LSE
+    out, max_logits, lse, lse_indexer = flash_mla_sparse_fwd(q, kv, idx, 0.07, 512, sink, topk_length, first)
+    ref_out, ref_lse = reference64(q, kv[:, 0].double(), idx[:, 0], 0.07, 512, topk_length=topk_length, sink=sink)
+    _check(out, lse, ref_out, ref_lse, 2e-5)
+    _, ref_first = reference64(q, kv[:, 0].double(), idx[:, 0, :first], 0.07, 512,
+                               topk_length=topk_length.clamp(max=first))
+    _check(out, lse_indexer, ref_out, ref_first, 2e-5)
+    assert (lse_indexer[1] == math.inf).all() and (lse_indexer[3] == math.inf).all()
+    assert torch.isfinite(lse[1]).all()
+    assert len(flash_mla_sparse_fwd(q, kv, idx, 0.07, indexer_topk=0)) == 3
+    for bad in (-1, 2.0, True):
+        with pytest.raises(ValueError, match=f"^indexer_topk={bad!r}: expected an int >= 0"):
+            flash_mla_sparse_fwd(q, kv, idx, 0.07, indexer_topk=bad)
+
+
 def test_get_mla_metadata():
     meta, splits = get_mla_metadata(torch.zeros(2, dtype=torch.int32), 128, 1, num_heads_q=128, topk=2048)
     assert isinstance(meta, MLASchedMeta) and splits is None

@@ -116,6 +116,15 @@ def test_flashmla_compat_compiles_without_a_graph_break():
     assert rel_err(out.view(-1, h, 512), ref) < 1e-5
     assert rel_err(lse.transpose(1, 2).reshape(-1, h), ref_lse) < 1e-6
 
+    def g(q, cache, idx, out):  # vLLM's DeepSeek-V4 calls pass out=
+        return flash_mla_with_kvcache(q, cache, None, None, 512, softmax_scale=0.05, is_fp8_kvcache=True,
+                                      indices=idx, out=out)
+
+    rec = Recorder()
+    buf = torch.full((b, s_q, h, 512), float("nan"))
+    res, _ = torch.compile(g, fullgraph=True, backend=rec)(q, cache, idx, buf)
+    assert rec.operator_nodes() == 1 and rel_err(buf.view(-1, h, 512), ref) < 1e-5 and torch.equal(res, buf)
+
 
 def test_dynamic_token_counts_share_one_graph():
     gen = torch.Generator().manual_seed(torch.seed())
