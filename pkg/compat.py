@@ -15,10 +15,10 @@ import torch
 
 from sparsemla.gen.layout import DS_MLA_ROW_BYTES, M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES
 from sparsemla.runtime.api import sparse_mla
+from sparsemla.runtime.max_logits import sparse_max_logits
 
 _FLOAT = (torch.bfloat16, torch.float16, torch.float32)
 _FP8 = (torch.uint8, torch.float8_e4m3fn)
-_MAX_LOGITS_CHUNK_BYTES = 1 << 28
 
 
 @dataclasses.dataclass
@@ -210,28 +210,3 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk
         raise _renamed(e, (("kv_cache", "kv"),)) from None
     max_logits = sparse_max_logits(q, kv, indices, sm_scale, topk_length) if return_max_logits else None
     return (out, max_logits, lse, lse_indexer) if indexer_topk else (out, max_logits, lse)
-
-
-def sparse_max_logits(q: torch.Tensor, kv: torch.Tensor, indices: torch.Tensor, sm_scale: float,
-                      topk_length=None) -> torch.Tensor:
-    """float32 [s_q, h]: max over valid entries of ``sm_scale * q . kv[idx]`` (-inf if none).
-
-    Chunked over query tokens (~256 MB of gathered rows per chunk); reads and multiplies every
-    selected row once in fp32, so it costs about as much as the attention's QK^T again.
-    """
-    T, H, d_qk = q.shape
-    K, N = indices.shape[1], kv.shape[0]
-    out = torch.full((T, H), float("-inf"), dtype=torch.float32, device=q.device)
-    if K == 0 or T == 0:
-        return out
-    chunk = max(1, _MAX_LOGITS_CHUNK_BYTES // (K * (d_qk + H) * 4))
-    pos = torch.arange(K, device=indices.device)
-    for t0 in range(0, T, chunk):
-        idx = indices[t0:t0 + chunk]
-        valid = (idx >= 0) & (idx < N)
-        if topk_length is not None:
-            valid &= pos[None, :] < topk_length[t0:t0 + chunk, None]
-        rows = kv.index_select(0, torch.where(valid, idx, 0).reshape(-1)).view(idx.shape[0], K, d_qk)
-        scores = torch.bmm(q[t0:t0 + chunk].float(), rows.float().transpose(1, 2)) * sm_scale
-        out[t0:t0 + chunk] = scores.masked_fill_(~valid[:, None, :], float("-inf")).amax(-1)
-    return out

@@ -1,0 +1,118 @@
+"""The spec and config of the sparse max-logits kernel: FlashMLA's prefill also returns, per token and head, the
+largest scaled score ``sm_scale * q . kv[idx]`` over the valid entries of the token's list (-inf if none).
+
+It is the attention's score pass without the softmax or P.V: heads are the MMA's M, gathered rows its N, and the
+score dim is unrolled in power-of-two segments (576 = 512 + 64). ``MaxLogitsSpec.key`` names the generated module
+and appears in every error; ``MaxLogitsConfig`` holds its tiling, ``default_config`` the arch's choice.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .spec import ARCHS, DTYPES, module_name_for, next_pow2
+
+_BLOCK_H = (16, 32, 64)
+_BLOCK_N = (16, 32, 64)
+
+
+def _bad(obj, name, expected):
+    raise ValueError(f"{type(obj).__name__}.{name}={getattr(obj, name)!r}: expected {expected}")
+
+
+@dataclass(frozen=True)
+class MaxLogitsSpec:
+    """What one generated max-logits module is specialized for."""
+
+    d_qk: int = 576
+    compute_dtype: str = "bf16"  # q and the rows are cast to it before the dot (fp32 accumulation)
+    arch: str = "sm90"
+
+    template = "sparse_max_logits.py.jinja"
+
+    def __post_init__(self):
+        if not isinstance(self.d_qk, int) or isinstance(self.d_qk, bool) or not (16 <= self.d_qk <= 1024
+                                                                                 and self.d_qk % 16 == 0):
+            _bad(self, "d_qk", "a multiple of 16 in 16..1024")
+        if self.compute_dtype not in DTYPES:
+            _bad(self, "compute_dtype", f"one of {DTYPES}")
+        if self.arch not in ARCHS:
+            _bad(self, "arch", f"one of {tuple(ARCHS)}")
+
+    @property
+    def key(self) -> str:
+        return f"max_logits-{self.arch}-qk{self.d_qk}-c{self.compute_dtype}"
+
+    @property
+    def module_name(self) -> str:
+        return module_name_for(self.key)
+
+    @property
+    def segments(self) -> list[tuple[int, int]]:
+        """(first column, width) of the score dim's power-of-two pieces, widest first: 576 -> (0, 512), (512, 64)."""
+        segs, col = [], 0
+        for bit in reversed(range(self.d_qk.bit_length())):
+            if self.d_qk >> bit & 1:
+                segs.append((col, 1 << bit))
+                col += 1 << bit
+        return segs
+
+    def template_context(self) -> dict:
+        cdt = {"bf16": "tl.bfloat16", "fp16": "tl.float16", "fp32": "tl.float32"}[self.compute_dtype]
+        return dict(segs=self.segments, cdt=cdt, ieee=self.compute_dtype == "fp32")
+
+    def default_config(self, num_heads: int) -> "MaxLogitsConfig":
+        """sm90: up to 64 heads a program, 32 rows a step, 2 stages (~150 KB of shared memory at d_qk 576);
+        sm120/121 (~99 KB): 32 heads and 16 rows."""
+        wide = self.arch == "sm90"
+        block_h = min(64 if wide else 32, max(16, next_pow2(num_heads)))
+        return MaxLogitsConfig(block_h, 32 if wide else 16, 8 if block_h >= 64 else 4, 2)
+
+
+@dataclass(frozen=True)
+class MaxLogitsConfig:
+    """Heads a program (``block_h``), gathered rows a loop step (``block_n``), warps and pipeline stages."""
+
+    block_h: int = 64
+    block_n: int = 32
+    num_warps: int = 8
+    num_stages: int = 2
+
+    def __post_init__(self):
+        for name, allowed in (("block_h", _BLOCK_H), ("block_n", _BLOCK_N), ("num_warps", (4, 8)),
+                              ("num_stages", (1, 2, 3, 4))):
+            if getattr(self, name) not in allowed or isinstance(getattr(self, name), bool):
+                _bad(self, name, f"one of {allowed}")
+
+
+_PTR = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
+
+
+def compile_max_logits(spec: MaxLogitsSpec, config: MaxLogitsConfig, q_dtype: str = "bf16", has_len: bool = True):
+    """Compile the kernel of ``spec`` with ``config`` for its arch without a GPU (q and the rows of ``q_dtype``);
+    returns Triton's compiled kernel (``metadata.shared``: shared bytes; ``asm``). Raises RuntimeError naming the
+    spec and config. Call it in a process that did not import triton under TRITON_INTERPRET=1."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from .render import COMPILE_OPTIONS, load_compilable_module
+
+    fn = load_compilable_module(spec).sparse_max_logits_kernel
+    constexprs = dict(HAS_LEN=has_len, BLOCK_H=config.block_h, BLOCK_N=config.block_n, NUM_STAGES=config.num_stages)
+    types = dict(q=_PTR[q_dtype], kv=_PTR[q_dtype], indices="*i32", topk_length="*i32", out="*fp32",
+                 sm_scale="fp32")
+    sig, attrs = {}, {}
+    for i, arg in enumerate(fn.arg_names):
+        if arg in constexprs:
+            sig[arg] = "constexpr"
+        elif arg in types:
+            sig[arg] = types[arg]
+            if types[arg].startswith("*"):
+                attrs[(i,)] = [["tt.divisibility", 16]]
+        else:  # strides and counts
+            sig[arg] = "i32"
+    try:
+        return triton.compile(ASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[spec.arch].cc, 32),
+                              options={**COMPILE_OPTIONS, "num_warps": config.num_warps})
+    except Exception as e:
+        raise RuntimeError(f"{spec.key} with {config} does not compile for {spec.arch}: {type(e).__name__}: {e}") from e
