@@ -80,7 +80,6 @@ def main():
             print(T, H, d, cfg, row["configs"][str(cfg)], flush=True)
         rows.append(row)
         print(f"T={T} H={H} d={d}: attention {attn * 1e3:.1f} us, torch pass {ref * 1e3:.1f} us", flush=True)
-        del q, kv, idx, tlen
         torch.cuda.empty_cache()
     with open(os.path.join(args.out, "max_logits_gpu.json"), "w") as f:
         json.dump(rows, f, indent=1)
