@@ -3,9 +3,13 @@ FlashMLA's sparse prefill returns beside its output (``compat.flash_mla_sparse_f
 
 CUDA tensors run the generated Triton kernel (``gen/max_logits.py``, ``templates/sparse_max_logits.py.jinja``): one
 read of the selected rows, the score dots in q's dtype with float32 accumulation. CPU tensors run it under
-TRITON_INTERPRET=1 and otherwise the PyTorch reference below, as does a call being traced by torch.compile.
+TRITON_INTERPRET=1 and otherwise the PyTorch reference below, as does a call being traced by torch.compile and,
+with SPARSEMLA_MAX_LOGITS_KERNEL=0, every call. (Checked in the interpreter and built for sm90/sm120/sm121; not yet
+run on a GPU: benchmarks/calls/max_logits_gpu.py checks and times it there.)
 """
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -68,7 +72,8 @@ def sparse_max_logits(q, kv, indices, sm_scale, topk_length=None, *, config: Max
     _check("indices", indices, (T, None), (torch.int32,), dev)
     if topk_length is not None:
         _check("topk_length", topk_length, (T,), (torch.int32,), dev)
-    if not (dev.type == "cuda" or interpreting()) or torch.compiler.is_compiling() or d_qk % 16:
+    if (not (dev.type == "cuda" or interpreting()) or torch.compiler.is_compiling() or d_qk % 16
+            or os.environ.get("SPARSEMLA_MAX_LOGITS_KERNEL") == "0"):
         return sparse_max_logits_reference(q, kv, indices, sm_scale, topk_length)
     out = torch.empty((T, H), dtype=torch.float32, device=dev)
     if T * H == 0:
@@ -81,7 +86,7 @@ def sparse_max_logits(q, kv, indices, sm_scale, topk_length=None, *, config: Max
     cdt = "fp32" if dev.type != "cuda" and q.dtype == torch.bfloat16 else _CDT[q.dtype]
     spec = MaxLogitsSpec(d_qk, cdt, device_arch(dev))
     cfg = config or spec.default_config(H)
-    launch(load_module(spec).sparse_max_logits_kernel, (T, -(-H // cfg.block_h)),
+    launch(load_module(spec).sparse_max_logits_kernel, (T * -(-H // cfg.block_h),),
            q, q.stride(0), q.stride(1), kv, kv.stride(0), indices, indices.stride(0), indices.stride(1),
            topk_length if topk_length is not None else indices, out, out.stride(0), out.stride(1),
            H, kv.shape[0], indices.shape[1], float(sm_scale),

@@ -80,6 +80,9 @@ def test_reference_matches_the_kernel_where_the_kernel_cannot_run(monkeypatch):
     ref = sparse_max_logits(q, kv, idx, 0.05)
     assert torch.equal(torch.isinf(got), torch.isinf(ref)) and (got - ref).nan_to_num(0).abs().max() < 1e-4
     assert torch.equal(ref, sparse_max_logits_reference(q, kv, idx, 0.05))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("SPARSEMLA_MAX_LOGITS_KERNEL", "0")  # the PyTorch pass wherever it runs
+    assert torch.equal(sparse_max_logits(q, kv, idx, 0.05), ref)
 
 
 def test_errors():
