@@ -108,10 +108,10 @@ from sparsemla.gen.max_logits import MaxLogitsSpec, compile_max_logits
 from sparsemla.gen.spec import ARCHS
 res = {}
 for arch in ("sm90", "sm120", "sm121"):
-    for d in (576, 512):
+    for d, cdt in ((576, "bf16"), (512, "bf16"), (576, "fp16"), (576, "fp32")):
         for h in (16, 128):
-            spec = MaxLogitsSpec(d, "bf16", arch)
-            k = compile_max_logits(spec, spec.default_config(h))
+            spec = MaxLogitsSpec(d, cdt, arch)
+            k = compile_max_logits(spec, spec.default_config(h), q_dtype=cdt)
             res[f"{spec.key} h{h}"] = [k.metadata.shared, ARCHS[arch].smem_bytes, "wgmma" in k.asm["ptx"]]
 print(json.dumps(res))
 """
@@ -123,6 +123,7 @@ def test_default_configs_compile_for_each_arch(tmp_path):
                          cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     built = json.loads(res.stdout.strip().splitlines()[-1])
-    assert len(built) == 12 and all(shared <= limit for shared, limit, _ in built.values()), built
-    # sm90's 64-head programs run wgmma
-    assert all(wg for key, (_, _, wg) in built.items() if key.startswith("max_logits-sm90") and key.endswith("h128"))
+    assert len(built) == 24 and all(shared <= limit for shared, limit, _ in built.values()), built
+    # sm90's 64-head programs run wgmma (float32 compute: FMA dots)
+    assert all(wg == ("cfp32" not in key) for key, (_, _, wg) in built.items()
+               if key.startswith("max_logits-sm90") and key.endswith("h128"))
