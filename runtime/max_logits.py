@@ -4,11 +4,13 @@ FlashMLA's sparse prefill returns beside its output (``compat.flash_mla_sparse_f
 CUDA tensors run the generated Triton kernel (``gen/max_logits.py``, ``templates/sparse_max_logits.py.jinja``): one
 read of the selected rows, the score dots in q's dtype with float32 accumulation. CPU tensors run it under
 TRITON_INTERPRET=1 and otherwise the PyTorch reference below, as does a call being traced by torch.compile and,
-with SPARSEMLA_MAX_LOGITS_KERNEL=0, every call. (Checked in the interpreter and built for sm90/sm120/sm121; not yet
+with SPARSEMLA_MAX_LOGITS_KERNEL=0, every call, and where the default kernel fails to build or launch (reported
+once). (Checked in the interpreter and built for sm90/sm120/sm121; not yet
 run on a GPU: benchmarks/calls/max_logits_gpu.py checks and times it there.)
 """
 from __future__ import annotations
 
+import logging
 import os
 
 import torch
@@ -23,6 +25,8 @@ from .launch import launch
 _FLOAT = (torch.bfloat16, torch.float16, torch.float32)
 _CDT = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 _CHUNK_BYTES = 1 << 28  # the reference's gathered rows per step
+_failed: set = set()  # spec keys whose default kernel failed to build or launch (reported once)
+log = logging.getLogger("sparsemla")
 
 
 def sparse_max_logits_reference(q, kv, indices, sm_scale, topk_length=None):
@@ -85,11 +89,23 @@ def sparse_max_logits(q, kv, indices, sm_scale, topk_length=None, *, config: Max
     # bfloat16 dots are wrong under the interpreter (Triton issue 11584): it computes in float32 there.
     cdt = "fp32" if dev.type != "cuda" and q.dtype == torch.bfloat16 else _CDT[q.dtype]
     spec = MaxLogitsSpec(d_qk, cdt, device_arch(dev))
+    if config is None and spec.key in _failed:
+        return sparse_max_logits_reference(q, kv, indices, sm_scale, topk_length)
     cfg = config or spec.default_config(H)
-    launch(load_module(spec).sparse_max_logits_kernel, (T * -(-H // cfg.block_h),),
-           q, q.stride(0), q.stride(1), kv, kv.stride(0), indices, indices.stride(0), indices.stride(1),
-           topk_length if topk_length is not None else indices, out, out.stride(0), out.stride(1),
-           H, kv.shape[0], indices.shape[1], float(sm_scale),
-           HAS_LEN=topk_length is not None, BLOCK_H=cfg.block_h, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages,
-           num_warps=cfg.num_warps)
+    try:
+        launch(load_module(spec).sparse_max_logits_kernel, (T * -(-H // cfg.block_h),),
+               q, q.stride(0), q.stride(1), kv, kv.stride(0), indices, indices.stride(0), indices.stride(1),
+               topk_length if topk_length is not None else indices, out, out.stride(0), out.stride(1),
+               H, kv.shape[0], indices.shape[1], float(sm_scale),
+               HAS_LEN=topk_length is not None, BLOCK_H=cfg.block_h, BLOCK_N=cfg.block_n,
+               NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps)
+    except Exception as e:
+        # The default tiling that this Triton or GPU cannot build or launch is reported once and the PyTorch pass runs
+        # from then on (the same values, slower); a config the caller chose raises.
+        if config is not None:
+            raise
+        _failed.add(spec.key)
+        log.warning("sparsemla: the max_logits kernel %s with %s failed (%s: %s); running the PyTorch pass instead",
+                    spec.key, cfg, type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+        return sparse_max_logits_reference(q, kv, indices, sm_scale, topk_length)
     return out

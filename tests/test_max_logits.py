@@ -85,6 +85,25 @@ def test_reference_matches_the_kernel_where_the_kernel_cannot_run(monkeypatch):
     assert torch.equal(sparse_max_logits(q, kv, idx, 0.05), ref)
 
 
+def test_a_kernel_that_fails_to_build_is_reported_once_and_the_pytorch_pass_runs(monkeypatch, caplog):
+    import sparsemla.runtime.max_logits as ml
+
+    class Broken:
+        def __getitem__(self, grid):
+            raise RuntimeError("out of resources: shared memory")
+    monkeypatch.setattr(ml, "load_module", lambda spec: type("M", (), {"sparse_max_logits_kernel": Broken()}))
+    monkeypatch.setattr(ml, "_failed", set())
+    gen = torch.Generator().manual_seed(torch.seed())
+    q, kv, idx, valid = _problem(gen, 3, 4, 576, 40, 16, torch.float32, None)
+    with caplog.at_level("WARNING", logger="sparsemla"):
+        for _ in range(2):
+            assert torch.equal(sparse_max_logits(q, kv, idx, 0.1), sparse_max_logits_reference(q, kv, idx, 0.1))
+    warned = [r for r in caplog.records if "max_logits kernel max_logits-" in r.getMessage()]
+    assert len(warned) == 1 and "out of resources" in warned[0].getMessage()
+    with pytest.raises(RuntimeError, match="out of resources"):  # a config the caller chose: its error
+        sparse_max_logits(q, kv, idx, 0.1, config=MaxLogitsConfig(16, 16, 4, 1))
+
+
 def test_errors():
     q, kv, idx = torch.randn(2, 3, 576), torch.randn(10, 576), torch.zeros(2, 4, dtype=torch.int32)
     with pytest.raises(ValueError, match=r"^kv: shape \(10, 512\), expected \(\*, 576\)"):
