@@ -3,10 +3,10 @@ FlashMLA's sparse prefill returns beside its output (``compat.flash_mla_sparse_f
 
 CUDA tensors run the generated Triton kernel (``gen/max_logits.py``, ``templates/sparse_max_logits.py.jinja``): one
 read of the selected rows, the score dots in q's dtype with float32 accumulation. CPU tensors run it under
-TRITON_INTERPRET=1 and otherwise the PyTorch reference below, as does a call being traced by torch.compile and,
-with SPARSEMLA_MAX_LOGITS_KERNEL=0, every call, and where the default kernel fails to build or launch (reported
-once). (Checked in the interpreter and built for sm90/sm120/sm121; not yet
-run on a GPU: benchmarks/calls/max_logits_gpu.py checks and times it there.)
+TRITON_INTERPRET=1 and otherwise the PyTorch reference below. The reference also runs for a call being traced by
+torch.compile, for every call with SPARSEMLA_MAX_LOGITS_KERNEL=0, and where the default kernel fails to build or
+launch (reported once). (Checked in the interpreter and built for sm90/sm120/sm121; not yet run on a GPU:
+benchmarks/calls/max_logits_gpu.py checks and times it there.)
 """
 from __future__ import annotations
 
