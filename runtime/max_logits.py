@@ -18,7 +18,7 @@ import torch
 from sparsemla.gen.max_logits import MaxLogitsConfig, MaxLogitsSpec
 from sparsemla.gen.render import interpreting, load_module
 
-from .api import device_arch
+from .api import _check_sm_scale, device_arch
 from .device_guard import on_tensor_device
 from .launch import launch
 
@@ -76,8 +76,11 @@ def sparse_max_logits(q, kv, indices, sm_scale, topk_length=None, *, config: Max
     _check("indices", indices, (T, None), (torch.int32,), dev)
     if topk_length is not None:
         _check("topk_length", topk_length, (T,), (torch.int32,), dev)
-    if (not (dev.type == "cuda" or interpreting()) or torch.compiler.is_compiling() or d_qk % 16
-            or os.environ.get("SPARSEMLA_MAX_LOGITS_KERNEL") == "0"):
+    _check_sm_scale(sm_scale)  # (positive: the kernel scales the largest dot)
+    if config is not None and not isinstance(config, MaxLogitsConfig):
+        raise TypeError(f"config: expected a MaxLogitsConfig or None, got {type(config).__name__}")
+    if (not (dev.type == "cuda" or interpreting()) or torch.compiler.is_compiling()
+            or d_qk % 16 or not 16 <= d_qk <= 1024 or os.environ.get("SPARSEMLA_MAX_LOGITS_KERNEL") == "0"):
         return sparse_max_logits_reference(q, kv, indices, sm_scale, topk_length)
     out = torch.empty((T, H), dtype=torch.float32, device=dev)
     if T * H == 0:

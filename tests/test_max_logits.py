@@ -69,6 +69,9 @@ def test_topk_length_past_topk_and_empty_lists():
     none = sparse_max_logits(q, kv, idx[:, :0], 0.1)
     assert none.shape == (3, 4) and (none == -math.inf).all()
     assert sparse_max_logits(q[:0], kv, idx[:0], 0.1).shape == (0, 4)
+    # a score dim the kernel has no segments for (not a multiple of 16): the PyTorch pass
+    odd_q, odd_kv = q[..., :40], kv[:, :40]
+    assert torch.equal(sparse_max_logits(odd_q, odd_kv, idx, 0.1), sparse_max_logits_reference(odd_q, odd_kv, idx, 0.1))
 
 
 def test_reference_matches_the_kernel_where_the_kernel_cannot_run(monkeypatch):
@@ -114,6 +117,11 @@ def test_errors():
         sparse_max_logits(q, kv, idx.long(), 0.1)
     with pytest.raises(ValueError, match=r"^topk_length: shape \(3,\), expected \(2,\)"):
         sparse_max_logits(q, kv, idx, 0.1, torch.zeros(3, dtype=torch.int32))
+    for bad in (0.0, -0.1, float("inf"), "0.1"):
+        with pytest.raises(ValueError, match=f"^sm_scale={bad!r}: expected a positive finite float"):
+            sparse_max_logits(q, kv, idx, bad)
+    with pytest.raises(TypeError, match="^config: expected a MaxLogitsConfig or None, got dict"):
+        sparse_max_logits(q, kv, idx, 0.1, config={"block_h": 16})
     with pytest.raises(ValueError, match=r"^MaxLogitsConfig.block_h=8: expected one of \(16, 32, 64\)"):
         MaxLogitsConfig(block_h=8)
     with pytest.raises(ValueError, match=r"^MaxLogitsSpec.d_qk=520: expected a multiple of 16"):
