@@ -71,15 +71,18 @@ class MaxLogitsSpec:
         return dict(segs=self.segments, cdt=cdt, ieee=self.compute_dtype == "fp32")
 
     def default_config(self, num_heads: int) -> "MaxLogitsConfig":
-        """sm90: up to 64 heads a program, 32 rows a step, 2 stages (d_qk 576: 107 KB of shared memory, 252
-        registers, no spill with Triton 3.9); sm120/121 (~99 KB a block): up to 32 heads and 16 rows (39 KB). Chosen
-        by the build report alone: not yet timed on a GPU. float32 compute (float32 q: FMA dots, not the tensor
-        cores), every arch: 16 heads and 16 rows (74 KB, no spill; 64 heads spilled 20 KB and 32 overflowed sm120)."""
+        """sm90: up to 64 heads a program, 32 rows a step; 64-head programs in 8 warps and 3 stages (d_qk 576: 107 KB
+        of shared memory, 255 registers, no spill with Triton 3.6, 32 B with 3.9; 2 stages spilled 296 B with 3.6);
+        sm120/121 (~99 KB a block): up to 32 heads and 16 rows (39 KB). Chosen by the build report alone: not yet
+        timed on a GPU. float32 compute (float32 q: FMA dots, not the tensor cores), every arch: 16 heads and 16 rows
+        (74 KB, no spill; 64 heads spilled 20 KB and 32 overflowed sm120)."""
         if self.compute_dtype == "fp32":
             return MaxLogitsConfig(16, 16, 4, 2)
         wide = self.arch == "sm90"
         block_h = min(64 if wide else 32, max(16, next_pow2(num_heads)))
-        return MaxLogitsConfig(block_h, 32 if wide else 16, 8 if block_h >= 64 else 4, 2)
+        if block_h == 64:
+            return MaxLogitsConfig(64, 32, 8, 3)
+        return MaxLogitsConfig(block_h, 32 if wide else 16, 4, 2)
 
 
 @dataclass(frozen=True)
