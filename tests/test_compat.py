@@ -151,7 +151,6 @@ def test_out_argument(monkeypatch, backend):
     for out in (viewable, strided):
         res, lse = flash_mla_with_kvcache(q, k_cache, None, None, 512, is_fp8_kvcache=True, indices=idx, out=out)
         assert res is out and torch.equal(out, ref_out) and torch.equal(lse, ref_lse)
-    buf = torch.full((9, h, 512), float("nan"), dtype=dtype)
     with pytest.raises(TypeError, match=r"^out: dtype torch.float32, expected torch.bfloat16"):
         flash_mla_with_kvcache(q, k_cache, None, None, 512, is_fp8_kvcache=True, indices=idx,
                                out=torch.empty(b, s_q, h, 512))
@@ -163,6 +162,7 @@ def test_out_argument(monkeypatch, backend):
     kv = torch.randn(slots, 1, 576, generator=gen).to(dtype)
     pidx = torch.randint(0, slots, (5, 1, topk), generator=gen, dtype=torch.int32)
     ref, _, ref_lse = flash_mla_sparse_fwd(qp, kv, pidx, 0.05, return_max_logits=False)
+    buf = torch.full((9, h, 512), float("nan"), dtype=dtype)  # out: a slice of an engine's output buffer
     res, _, lse = flash_mla_sparse_fwd(qp, kv, pidx, 0.05, out=buf[2:7], return_max_logits=False)
     assert res.data_ptr() == buf[2].data_ptr() and torch.equal(buf[2:7], ref) and torch.equal(lse, ref_lse)
     assert buf[:2].isnan().all() and buf[7:].isnan().all()
@@ -171,7 +171,7 @@ def test_out_argument(monkeypatch, backend):
 
 
 def test_sparse_fwd_indexer_lse():
-    """indexer_topk (FlashMLA's DeepSeek-V4 signature): a fourth result, the LSE over each list's first
+    """indexer_topk (upstream FlashMLA's current signature): a fourth result, the LSE over each list's first
     indexer_topk entries within its topk_length, against the fp64 reference over those entries."""
     gen = torch.Generator().manual_seed(12)
     s_q, h, s_kv, topk, first = 4, 3, 50, 24, 10
