@@ -17,8 +17,8 @@ from sparsemla.runtime.max_logits import sparse_max_logits, sparse_max_logits_re
 
 SHAPES = [(4096, 128, 576), (4096, 64, 576), (4096, 16, 576), (4096, 128, 512), (256, 16, 576)]
 CONFIGS = [MaxLogitsConfig(h, n, w, s) for h, n, w, s in
-           [(64, 32, 8, 2), (64, 64, 8, 2), (64, 32, 4, 2), (64, 16, 8, 3), (64, 32, 8, 3), (32, 32, 4, 2),
-            (64, 64, 8, 3), (16, 32, 4, 2), (16, 64, 4, 3), (32, 64, 4, 3)]]
+           [(64, 32, 8, 2), (64, 64, 8, 2), (64, 16, 8, 3), (64, 32, 8, 3), (32, 32, 4, 2), (16, 32, 4, 2),
+            (16, 64, 4, 3)]]
 
 
 def problem(T, H, d, gen, slots=262144, topk=2048):
@@ -81,9 +81,9 @@ def main():
             print(T, H, d, cfg, row["configs"][str(cfg)], flush=True)
         rows.append(row)
         print(f"T={T} H={H} d={d}: attention {attn * 1e3:.1f} us, torch pass {ref * 1e3:.1f} us", flush=True)
+        with open(os.path.join(args.out, "max_logits_gpu.json"), "w") as f:  # after each shape: a cut run keeps them
+            json.dump(rows, f, indent=1)
         torch.cuda.empty_cache()
-    with open(os.path.join(args.out, "max_logits_gpu.json"), "w") as f:
-        json.dump(rows, f, indent=1)
     print("| T | H | d_qk | attention us | torch pass us | kernel (default) us | best config | best us | max err |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
