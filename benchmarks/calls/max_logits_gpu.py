@@ -1,6 +1,6 @@
 """FlashMLA prefill's max_logits on the GPU: the generated kernel (runtime/max_logits.py) against the PyTorch pass it
-replaces and the attention call itself, on prefill shapes (topk 2048 of 262,144 bf16 slots; slots no list names are
-NaN). Checks each config against the fp64 max over a sample of tokens, then times them (do_bench median, us).
+replaces and the attention call itself, on prefill shapes (topk 2048 of 262,144 bf16 slots; slots no list names
+hold 300s, which a read would show). Checks each config against the fp64 max over a sample of tokens, then times them (do_bench median, us).
     python3 benchmarks/calls/max_logits_gpu.py [--out DIR]
 """
 import argparse
@@ -27,7 +27,7 @@ def problem(T, H, d, gen, slots=262144, topk=2048):
     idx[torch.rand(T, topk, generator=gen, device="cuda") < 0.05] = -1
     idx[3] = -1
     tlen = torch.randint(topk // 2, topk + 1, (T,), generator=gen, device="cuda", dtype=torch.int32)
-    kv = torch.full((slots, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+    kv = torch.full((slots, d), 300.0, device="cuda", dtype=torch.bfloat16)  # a read of these shows (NaN would not)
     named = torch.unique(idx[idx >= 0].long())
     kv[named] = torch.randn(named.numel(), d, generator=gen, device="cuda").bfloat16()
     return q, kv, idx, tlen
