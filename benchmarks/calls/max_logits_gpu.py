@@ -1,6 +1,7 @@
 """FlashMLA prefill's max_logits on the GPU: the generated kernel (runtime/max_logits.py) against the PyTorch pass it
 replaces and the attention call itself, on prefill shapes (topk 2048 of 262,144 bf16 slots; slots no list names
-hold 300s, which a read would show). Checks each config against the fp64 max over a sample of tokens, then times them (do_bench median, us).
+hold 300s, which a read would show). Checks each config against the fp64 max over a sample of tokens, then times
+them (do_bench median, us).
     python3 benchmarks/calls/max_logits_gpu.py [--out DIR]
 """
 import argparse
