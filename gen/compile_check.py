@@ -49,6 +49,28 @@ class CompileReport:
                 f"(limit {ARCHS[self.arch].smem_bytes}), {self.registers} regs, {self.spill_bytes} B spilled")
 
 
+def compile_jit(fn, arg_types: dict, constexprs: dict, arch: str, num_warps: int):
+    """Triton JIT function ``fn`` compiled for ``arch`` without a GPU (the paging and max_logits kernels): the
+    constexprs given, the arguments named in ``arg_types`` of those types (pointers 16-byte aligned, as the launches'
+    tensors are), every other argument (strides, counts) i32. Raises what triton.compile raises."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    sig, attrs = {}, {}
+    for i, arg in enumerate(fn.arg_names):
+        if arg in constexprs:
+            sig[arg] = "constexpr"
+        elif arg in arg_types:
+            sig[arg] = arg_types[arg]
+            if arg_types[arg].startswith("*"):
+                attrs[(i,)] = [["tt.divisibility", 16]]
+        else:
+            sig[arg] = "i32"
+    return triton.compile(ASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[arch].cc, 32),
+                          options={**COMPILE_OPTIONS, "num_warps": num_warps})
+
+
 def _signature(fn, spec: KernelSpec, constexprs: dict, ones=()):
     """The launch's signature: ``ones`` are integer arguments that are 1 (a real launch specializes them to the
     constant, which can change the code: session 43's raw kernel spilled with num_splits 1 and not otherwise)."""

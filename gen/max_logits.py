@@ -108,28 +108,14 @@ def compile_max_logits(spec: MaxLogitsSpec, config: MaxLogitsConfig, q_dtype: st
     """Compile the kernel of ``spec`` with ``config`` for its arch without a GPU (q and the rows of ``q_dtype``);
     returns Triton's compiled kernel (``metadata.shared``: shared bytes; ``asm``). Raises RuntimeError naming the
     spec and config. Call it in a process that did not import triton under TRITON_INTERPRET=1."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    from .render import COMPILE_OPTIONS, load_compilable_module
+    from .compile_check import compile_jit
+    from .render import load_compilable_module
 
     fn = load_compilable_module(spec).sparse_max_logits_kernel
     constexprs = dict(HAS_LEN=has_len, BLOCK_H=config.block_h, BLOCK_N=config.block_n, NUM_STAGES=config.num_stages)
     types = dict(q=_PTR[q_dtype], kv=_PTR[q_dtype], indices="*i32", topk_length="*i32", out="*fp32",
                  sm_scale="fp32")
-    sig, attrs = {}, {}
-    for i, arg in enumerate(fn.arg_names):
-        if arg in constexprs:
-            sig[arg] = "constexpr"
-        elif arg in types:
-            sig[arg] = types[arg]
-            if types[arg].startswith("*"):
-                attrs[(i,)] = [["tt.divisibility", 16]]
-        else:  # strides and counts
-            sig[arg] = "i32"
     try:
-        return triton.compile(ASTSource(fn, sig, constexprs, attrs), target=GPUTarget("cuda", ARCHS[spec.arch].cc, 32),
-                              options={**COMPILE_OPTIONS, "num_warps": config.num_warps})
+        return compile_jit(fn, types, constexprs, spec.arch, config.num_warps)
     except Exception as e:
         raise RuntimeError(f"{spec.key} with {config} does not compile for {spec.arch}: {type(e).__name__}: {e}") from e

@@ -426,11 +426,8 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
     Call it in a process that did not import triton under TRITON_INTERPRET=1: there Triton's
     own reduction helpers (behind tl.sum, tl.cumsum) are interpreter functions and cannot be
     compiled (the tests run it in a subprocess)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    from .render import COMPILE_OPTIONS, load_compilable_module
+    from .compile_check import compile_jit
+    from .render import load_compilable_module
 
     arch = arch or spec.arch
     if arch not in ARCHS:
@@ -440,22 +437,9 @@ def compile_paging(spec, arch: str | None = None, config: PagingConfig | None = 
     mod = load_compilable_module(spec)
     out = {}
     for name, constexprs, cfg in _kernel_variants(spec, config):
-        fn = getattr(mod, name)
-        types = _ARG_TYPES[name]
-        sig, attrs = {}, {}
-        for i, arg in enumerate(fn.arg_names):
-            if arg in constexprs:
-                sig[arg] = "constexpr"
-            elif arg in types:
-                sig[arg] = types[arg]
-                attrs[(i,)] = [["tt.divisibility", 16]]
-            else:  # strides and counts
-                sig[arg] = "i32"
         label = f"{name}{constexprs}"
         try:
-            compiled = triton.compile(ASTSource(fn, sig, constexprs, attrs),
-                                      target=GPUTarget("cuda", ARCHS[arch].cc, 32),
-                                      options={**COMPILE_OPTIONS, "num_warps": cfg.num_warps})
+            compiled = compile_jit(getattr(mod, name), _ARG_TYPES[name], constexprs, arch, cfg.num_warps)
         except Exception as e:
             raise RuntimeError(f"{spec.key}: {label} does not compile for {arch}: "
                                f"{type(e).__name__}: {e}") from e
