@@ -63,6 +63,9 @@ class KernelSpec:
     extra_topk: int = 0  # 0: no extra cache; else the extra index list's width
     extra_page_size: int = 1
     return_lse: bool = False
+    # Each program also writes its heads' largest scaled score (FlashMLA prefill's max_logits) by an atomic max
+    # into the float beside each LSE: the runtime passes the LSE as the first column of a [T, H, 2] buffer.
+    max_logits: bool = False
     family: str = "sparse_mla"
 
     def __post_init__(self):
@@ -90,6 +93,8 @@ class KernelSpec:
                 bad(name, "an int in 1..4096")
         if not isinstance(self.extra_topk, int) or not 0 <= self.extra_topk <= 1 << 20:
             bad("extra_topk", "an int in 0..2**20 (0 = no extra cache)")
+        if self.max_logits and (not self.return_lse or self.extra_topk):
+            bad("max_logits", "False unless return_lse=True (its values sit beside the LSE's) and no extra cache")
         try:
             format_layout(self.kv_format, self.d_qk, self.d_v)
         except ValueError as e:
@@ -116,6 +121,8 @@ class KernelSpec:
             parts.append(f"x{self.extra_topk}p{self.extra_page_size}")
         if self.return_lse:
             parts.append("lse")
+        if self.max_logits:
+            parts.append("ml")
         return "-".join(parts)
 
     @property
@@ -141,6 +148,8 @@ class KernelSpec:
                     kw["has_sink"] = True
                 elif o == "lse":
                     kw["return_lse"] = True
+                elif o == "ml":
+                    kw["max_logits"] = True
                 elif o.startswith("x"):
                     xt, xp = o[1:].split("p")
                     kw["extra_topk"], kw["extra_page_size"] = int(xt), int(xp)

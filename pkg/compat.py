@@ -197,9 +197,9 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk
     if isinstance(indexer_topk, bool) or not isinstance(indexer_topk, int) or indexer_topk < 0:
         raise ValueError(f"indexer_topk={indexer_topk!r}: expected an int >= 0 (0: no lse_indexer)")
     try:
-        out, lse = sparse_mla(q, kv, indices, sm_scale=sm_scale, kv_format="auto", d_v=d_v,
-                              topk_length=topk_length, return_lse=True, attn_sink=attn_sink,
-                              check_indices=False, out=out)
+        out, lse, *max_logits = sparse_mla(q, kv, indices, sm_scale=sm_scale, kv_format="auto", d_v=d_v,
+                                           topk_length=topk_length, return_lse=True, attn_sink=attn_sink,
+                                           check_indices=False, out=out, return_max_logits=bool(return_max_logits))
         if indexer_topk:
             # The first indexer_topk entries of each list, within its topk_length: LSE excludes the sink.
             first = min(indexer_topk, indices.shape[1])
@@ -208,5 +208,5 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk
                                         topk_length=first_len, return_lse=True, check_indices=False)
     except (ValueError, TypeError) as e:
         raise _renamed(e, (("kv_cache", "kv"),)) from None
-    max_logits = sparse_max_logits(q, kv, indices, sm_scale, topk_length) if return_max_logits else None
+    max_logits = max_logits[0] if max_logits else None
     return (out, max_logits, lse, lse_indexer) if indexer_topk else (out, max_logits, lse)

@@ -93,6 +93,22 @@ def _nonempty_lists(indices, topk_length, extra_indices, extra_topk_length):
     return (indices, topk_length, extra_indices, extra_topk_length), False
 
 
+def _outputs(T, H, device, return_lse, return_max_logits):
+    """(lse, max_logits) for a call: None where not asked for. max_logits lives in the float after each LSE (a
+    [T, H, 2] buffer at -inf, which the kernels raise by atomic max; see KernelSpec.max_logits)."""
+    if return_max_logits:
+        pair = torch.full((T, H, 2), float("-inf"), dtype=torch.float32, device=device)
+        return pair[..., 0], pair[..., 1]
+    return (torch.empty(T, H, dtype=torch.float32, device=device) if return_lse else None), None
+
+
+def _result(out, lse, max_logits, return_lse):
+    """out, (out, lse), (out, max_logits) or (out, lse, max_logits): what the call asked for."""
+    if max_logits is None:
+        return (out, lse) if return_lse else out
+    return (out, lse, max_logits) if return_lse else (out, max_logits)
+
+
 def _empty_rows(out, lse) -> None:
     """What a call with no slot at all writes: output 0, LSE +inf (FlashMLA's convention)."""
     out.zero_()
@@ -109,11 +125,11 @@ class _Prepared:
     """
 
     __slots__ = ("spec", "config", "view", "extra_view", "launch", "check_indices", "return_lse",
-                 "out_shape", "dtype", "device", "cache_refs", "rearranged")
+                 "return_max_logits", "out_shape", "dtype", "device", "cache_refs", "rearranged")
 
-    def __init__(self, spec, config, view, extra_view, launch, check_indices, out, rearranged=False):
+    def __init__(self, spec, config, view, extra_view, launch, check_indices, out, return_lse, rearranged=False):
         self.spec, self.config, self.view, self.extra_view, self.launch = spec, config, view, extra_view, launch
-        self.check_indices, self.return_lse = check_indices, spec.return_lse
+        self.check_indices, self.return_lse, self.return_max_logits = check_indices, return_lse, spec.max_logits
         self.out_shape, self.dtype, self.device = out.shape, out.dtype, out.device
         self.cache_refs = ()
         self.rearranged = rearranged  # a list was zero-width: the launch takes _nonempty_lists's
@@ -128,9 +144,9 @@ class _Prepared:
                 _check_index_range("extra_indices", extra_indices, self.extra_view.num_slots)
         if out is None:
             out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device)
-        lse = torch.empty(self.out_shape[:2], dtype=torch.float32, device=self.device) if self.return_lse else None
+        lse, max_logits = _outputs(*self.out_shape[:2], self.device, self.return_lse, self.return_max_logits)
         self.launch(q, indices, float(sm_scale), out, lse, topk_length, attn_sink, extra_indices, extra_topk_length)
-        return (out, lse) if self.return_lse else out
+        return _result(out, lse, max_logits, self.return_lse)
 
 
 # Call signature (see sparse_mla) -> _Prepared, least recently used first. Bounded (~6 KB of host memory an entry):
@@ -204,7 +220,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                out=None, return_lse=False, backend="auto", kv_scale=None, page_size=None,
                attn_sink=None, extra_kv_cache=None, extra_indices=None, extra_topk_length=None,
                extra_page_size=None, extra_kv_scale=None, config: Config | None = None, compute_dtype=None,
-               check_indices=None):
+               check_indices=None, return_max_logits=False):
     """Sparse MLA attention: each query token attends to its own selected KV slots.
 
     q: [T, H, d_qk] bf16/fp16 (fp32 for tests); kv_cache: see ``kv_format``; indices:
@@ -212,7 +228,10 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
     cache's) may be 0. topk_length: [T] int32, only the first topk_length[t] indices count (a length
     below 0 as 0, one past topk as topk; extra_topk_length likewise).
     Returns [T, H, d_v] in q's dtype, or (out, lse) with lse [T, H] float32 (natural log,
-    without the sink, +inf for a row with nothing valid, whose output is 0).
+    without the sink, +inf for a row with nothing valid, whose output is 0). ``return_max_logits``
+    adds max_logits [T, H] float32 last, (out, max_logits) or (out, lse, max_logits): each head's
+    largest scaled score ``sm_scale * q . k`` over the valid slots (-inf if none), FlashMLA prefill's
+    second result, written by the attention kernel itself (not with an extra cache).
     ``check_indices`` (default: on for CPU tensors) raises on slot ids past the cache; the
     kernel itself always skips them, so a GPU call needs no host sync.
     ``backend``: "triton", "flashinfer" (optional package; SM90 bf16/fp8_e4m3 without sink or
@@ -234,7 +253,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                                extra_kv_cache=extra_kv_cache, extra_indices=extra_indices,
                                extra_topk_length=extra_topk_length, extra_page_size=extra_page_size,
                                extra_kv_scale=extra_kv_scale, config=config, compute_dtype=compute_dtype,
-                               check_indices=check_indices)
+                               check_indices=check_indices, return_max_logits=return_max_logits)
     key = None
     if backend == "triton" or backend == "auto":
         try:
@@ -243,7 +262,8 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
             env = _environ.get("SPARSEMLA_BACKEND") if backend == "auto" else None
             if not q.is_cuda:
                 env = (env, _environ.get("TRITON_INTERPRET"), _environ.get("SPARSEMLA_ARCH"))
-            key = (env, backend, kv_format, d_v, page_size, kv_scale, return_lse, config, compute_dtype,
+            key = (env, backend, kv_format, d_v, page_size, kv_scale, return_lse, return_max_logits, config,
+                   compute_dtype,
                    check_indices, q.shape, q.stride(), q.dtype, q.device,
                    kv_cache.shape, kv_cache.stride(), kv_cache.dtype, kv_cache.device, kv_cache.data_ptr(),
                    indices.shape, indices.stride(), indices.dtype, indices.device,
@@ -270,6 +290,11 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
 
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r}: expected one of {BACKENDS}")
+    if return_max_logits not in (False, True):
+        raise ValueError(f"return_max_logits={return_max_logits!r}: expected True or False")
+    if return_max_logits and extra_kv_cache is not None:
+        raise ValueError("return_max_logits=True with extra_kv_cache: max_logits is written for one cache only; "
+                         "expected no extra cache")
     if not isinstance(q, torch.Tensor):
         raise TypeError(f"q: expected a torch.Tensor, got {type(q).__name__}")
     if q.dtype not in _DTYPE_NAMES:
@@ -334,16 +359,16 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         backend = "triton"  # a launch config is a Triton one
     if out is None:
         out = torch.empty(T, H, d_v, dtype=q.dtype, device=dev)
-    lse = torch.empty(T, H, dtype=torch.float32, device=dev) if return_lse else None
+    lse, max_logits = _outputs(T, H, dev, return_lse, return_max_logits)
 
     def reference():
         o, l = sparse_mla_reference(q, view, indices, float(sm_scale), topk_length=topk_length,
                                     attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
-                                    extra_topk_length=extra_topk_length)
+                                    extra_topk_length=extra_topk_length, max_logits=max_logits)
         out.copy_(o)
         if lse is not None:
             lse.copy_(l)
-        return (out, lse) if return_lse else out
+        return _result(out, lse, max_logits, return_lse)
 
     if backend == "torch":
         return reference()
@@ -354,7 +379,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                          f"(Triton's interpreter); use backend='torch' or a CUDA tensor")
     if topk == 0 or T * H == 0:  # no list has a slot, or there is no row to compute: nothing to launch
         _empty_rows(out, lse)
-        return (out, lse) if return_lse else out
+        return _result(out, lse, max_logits, return_lse)
     if compute_dtype is None:
         # bf16 tl.dot is wrong in Triton's interpreter (triton#11584): compute in fp32 there.
         compute_dtype = "fp32" if (q.dtype == torch.float32 or (dev.type != "cuda" and q.dtype == torch.bfloat16)) \
@@ -364,7 +389,8 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
                           page_size=view.page_size, arch=device_arch(dev), q_dtype=_DTYPE_NAMES[q.dtype],
                           compute_dtype=compute_dtype, has_sink=attn_sink is not None,
                           extra_topk=0 if xview is None else extra_indices.shape[1],
-                          extra_page_size=1 if xview is None else xview.page_size, return_lse=return_lse)
+                          extra_page_size=1 if xview is None else xview.page_size,
+                          return_lse=return_lse or return_max_logits, max_logits=return_max_logits)
     except ValueError as e:
         if backend != "auto":
             raise
@@ -380,7 +406,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         run_flashinfer(spec, q, view, indices, float(sm_scale), out, lse, topk_length=topk_length,
                        attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
                        extra_topk_length=extra_topk_length)
-        return (out, lse) if return_lse else out
+        return _result(out, lse, max_logits, return_lse)
     from sparsemla.runtime import dispatch
     x_gluon = None  # one Gluon launch, the main list's entry, the extra list's programs as more splits
     if config is None and triton_backend.extra_gluon(spec, T) and not triton_backend.gluon_extra_problem(
@@ -397,7 +423,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         triton_backend.run_triton(spec, cfg, q, view, indices, float(sm_scale), out, lse, topk_length=topk_length,
                                   attn_sink=attn_sink, extra_view=xview, extra_indices=extra_indices,
                                   extra_topk_length=extra_topk_length)
-        return (out, lse) if return_lse else out
+        return _result(out, lse, max_logits, return_lse)
 
     def launched(cfg):
         """The prepared launch of ``cfg`` (a tuple: one config per cache, PartsLaunch), after its first call."""
@@ -424,6 +450,6 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
         launch = launched(cfg)
     if key is not None and not isinstance(kv_scale, torch.Tensor) and not isinstance(extra_kv_scale, torch.Tensor):
         # (a tensor kv_scale would be keyed by identity, but its value may change in place)
-        _remember(key, _Prepared(spec, cfg, view, xview, launch, check_indices, out, rearranged),
+        _remember(key, _Prepared(spec, cfg, view, xview, launch, check_indices, out, return_lse, rearranged),
                   [c for c in (kv_cache, extra_kv_cache) if c is not None])
-    return (out, lse) if return_lse else out
+    return _result(out, lse, max_logits, return_lse)

@@ -97,7 +97,8 @@ def stand_ins(spec: KernelSpec, page_sizes=(), topks=()):
         h = spec.num_heads
         while h <= 256:
             for page in (spec.page_size, *(p for p in page_sizes if p != spec.page_size)):
-                cand = replace(spec, has_sink=False, return_lse=False, num_heads=h, page_size=page, topk=topk)
+                cand = replace(spec, has_sink=False, return_lse=False, max_logits=False, num_heads=h, page_size=page,
+                               topk=topk)
                 if cand != spec:
                     yield cand
             h = next_pow2(h + 1)

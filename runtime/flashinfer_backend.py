@@ -85,6 +85,8 @@ def slot_stride(view: KVCacheView) -> int | None:
 def unsupported_reason(spec: KernelSpec, view: KVCacheView | None = None,
                        extra_view: KVCacheView | None = None) -> str | None:
     """Why FlashInfer cannot run ``spec`` (and these caches), or None if it can."""
+    if spec.max_logits:
+        return "return_max_logits: FlashInfer's kernels return no max of the scores"
     if spec.arch == "sm90":
         if spec.kv_format not in ("auto", "fp8_e4m3"):
             return (f"kv_format={spec.kv_format!r}: FlashInfer's SM90 MLA wrapper reads only 'auto' "

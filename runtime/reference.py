@@ -16,8 +16,9 @@ _CHUNK_BYTES = 1 << 28
 
 def sparse_mla_reference(q: torch.Tensor, view: KVCacheView, indices: torch.Tensor, sm_scale: float,
                          *, topk_length=None, attn_sink=None, extra_view: KVCacheView | None = None,
-                         extra_indices=None, extra_topk_length=None):
-    """Returns (out float32 [T, H, d_v], lse float32 [T, H]); lse excludes the sink, +inf if empty."""
+                         extra_indices=None, extra_topk_length=None, max_logits=None):
+    """Returns (out float32 [T, H, d_v], lse float32 [T, H]); lse excludes the sink, +inf if empty. A
+    ``max_logits`` tensor [T, H] receives the largest scaled score (-inf if empty)."""
     T, H, _ = q.shape
     d_v = view.layout.d_v
     width = indices.shape[1] + (extra_indices.shape[1] if extra_indices is not None else 0)
@@ -48,4 +49,6 @@ def sparse_mla_reference(q: torch.Tensor, view: KVCacheView, indices: torch.Tens
         o = torch.einsum("thk,tkv->thv", w, kv[..., :d_v])
         out[t0:t1] = torch.where(empty[..., None], 0.0, o)
         lse[t0:t1] = torch.where(empty, math.inf, l)
+        if max_logits is not None:
+            max_logits[t0:t1] = scores.amax(-1)
     return out, lse
