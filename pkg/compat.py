@@ -15,7 +15,6 @@ import torch
 
 from sparsemla.gen.layout import DS_MLA_ROW_BYTES, M1_DATA_ROW_BYTES, M1_SCALE_ROW_BYTES
 from sparsemla.runtime.api import sparse_mla
-from sparsemla.runtime.max_logits import sparse_max_logits
 
 _FLOAT = (torch.bfloat16, torch.float16, torch.float32)
 _FP8 = (torch.uint8, torch.float8_e4m3fn)

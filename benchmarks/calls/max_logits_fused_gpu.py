@@ -1,5 +1,5 @@
-"""max_logits written by the attention kernel itself (``sparse_mla(..., return_max_logits=True)``, KernelSpec.max_logits)
-on the GPU: per format and shape, through the tuned dispatch (so the Gluon wide, narrow, split-K, fused-combine and
+"""max_logits written by the attention kernel itself (``sparse_mla(..., return_max_logits=True)``,
+KernelSpec.max_logits) on the GPU: per format and shape, through the tuned dispatch (so the Gluon wide, narrow, split-K, fused-combine and
 persistent paths run where the tables choose them) and with forced configs, checked against the fp64 max over a
 sample of tokens (slots no list names hold 300s, which a read would show), out and LSE against the call without it,
 and timed against that call and the separate max_logits kernel (runtime/max_logits.py). do_bench medians, us.
@@ -107,7 +107,8 @@ def main():
             row = dict(row=name, ok=False, error=f"{type(e).__name__}: {str(e)[:300]}")
         rows.append(row)
         print(row, flush=True)
-        with open(os.path.join(args.out, "max_logits_fused_gpu.json"), "w") as f:  # after each row: a cut run keeps them
+        # after each row: a cut run keeps them
+        with open(os.path.join(args.out, "max_logits_fused_gpu.json"), "w") as f:
             json.dump(rows, f, indent=1)
         torch.cuda.empty_cache()
     print("| row | ok | max err | attention us | with max_logits us | ratio | separate pass us |")
