@@ -8,7 +8,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import sparsemla  # noqa: E402
-from sparsemla.compat import flash_mla_with_kvcache  # noqa: E402
+from sparsemla.compat import flash_mla_sparse_fwd, flash_mla_with_kvcache  # noqa: E402
 
 from helpers import make_cache, poison_unreferenced, random_indices, reference64, rel_err, two_caches  # noqa: E402
 
@@ -126,6 +126,18 @@ def test_flashmla_compat_compiles_without_a_graph_break():
     assert rec.operator_nodes() == 1 and rel_err(buf.view(-1, h, 512), ref) < 1e-5 and torch.equal(res, buf)
 
 
+def test_flashmla_sparse_prefill_compiles_to_one_operator_with_max_logits():
+    gen = torch.Generator().manual_seed(torch.seed())
+    q, cache, idx, kw, _ = _problem(gen)
+    f = lambda q, kv, idx: flash_mla_sparse_fwd(q, kv, idx, 0.05)  # noqa: E731
+    rec = Recorder()
+    out, max_logits, lse = torch.compile(f, fullgraph=True, backend=rec)(q, cache, idx)
+    assert rec.operator_nodes() == 1
+    want = f(q, cache, idx)
+    assert torch.equal(out, want[0]) and torch.equal(max_logits, want[1]) and torch.equal(lse, want[2])
+    assert max_logits.shape == lse.shape == (q.shape[0], q.shape[1]) and torch.isfinite(max_logits).any()
+
+
 def test_dynamic_token_counts_share_one_graph():
     gen = torch.Generator().manual_seed(torch.seed())
     _, cache, ids, kw, deq = _problem(gen, T=5)
@@ -144,10 +156,10 @@ def test_operator_schema_and_fake_implementation():
     gen = torch.Generator().manual_seed(torch.seed())
     q, cache, idx, kw, _ = _problem(gen)
     sink = torch.randn(16, generator=gen)
-    for return_lse in (False, True):
+    for return_lse, max_logits in ((False, False), (True, False), (False, True)):
         out = torch.empty(3, 16, 512)
         args = (q, cache, idx, out, 0.05, "auto", 512, return_lse, "auto", None, sink, None, None, None, None,
-                None, None, None, None, None, None)
+                None, None, None, None, None, None, max_logits)
         torch.library.opcheck(OP.default, args)
 
 
