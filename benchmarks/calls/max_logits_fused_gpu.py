@@ -20,13 +20,9 @@ from sparsemla.runtime.max_logits import sparse_max_logits
 
 SLOTS = 131072
 # (format, T, H, topk, forced config or None: the dispatch's)
-ROWS = [("auto", 4096, 128, 2048, None), ("auto", 4096, 16, 2048, None), ("auto", 256, 16, 2048, None),
-        ("auto", 128, 128, 2048, None), ("auto", 32, 128, 2048, None), ("auto", 1, 128, 2048, None),
-        ("auto", 4, 64, 2048, None), ("nope", 1024, 128, 2048, None), ("auto", 64, 32, 2048, None),
-        ("fp8_e4m3", 128, 128, 2048, None), ("fp8_e4m3", 256, 16, 2048, None), ("fp8_ds_mla", 128, 64, 2048, None),
-        ("model1", 128, 64, 2048, None), ("model1", 16, 16, 2048, None),
-        ("auto", 8, 128, 2048, Config(block_h=64, block_n=64, num_splits=2, num_warps=8, num_stages=2, gluon=True)),
-        ("auto", 8, 128, 2048, Config(block_h=64, block_n=64, num_splits=8, num_warps=8, num_stages=2, gluon=True)),
+ROWS = [("auto", 4096, 128, 2048, None), ("auto", 256, 16, 2048, None), ("auto", 1, 128, 2048, None),
+        ("auto", 32, 128, 2048, None), ("nope", 1024, 128, 2048, None), ("fp8_e4m3", 128, 128, 2048, None),
+        ("fp8_ds_mla", 256, 16, 2048, None), ("model1", 128, 64, 2048, None),
         ("auto", 64, 16, 2048, Config(block_h=16, block_n=64, num_splits=4, num_warps=8, num_stages=2, gluon=True)),
         ("auto", 64, 64, 2048, Config(block_h=64, block_n=32, num_splits=4, num_warps=8, num_stages=2))]
 
