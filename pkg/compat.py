@@ -173,10 +173,8 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk
     q: [s_q, h, d_qk]; kv: [s_kv, 1, d_qk] (or [s_kv, d_qk]) of q's dtype; indices:
     [s_q, 1, topk] (or [s_q, topk]) int32 rows of kv, -1 or >= s_kv = skip; topk_length:
     [s_q] int32. max_logits is the max of the scaled scores over the valid entries (-inf
-    when none), computed by ``sparse_max_logits`` (runtime/max_logits.py): a second read of every
-    selected row and the score dots again (no softmax, no P.V), so an engine that discards
-    max_logits (as serving engines do) passes ``return_max_logits=False``, which skips it and returns
-    None in its place. ``indexer_topk`` (FlashMLA's, for DeepSeek-V4's indexer loss): lse_indexer
+    when none), written by the attention kernel itself (``sparse_mla(return_max_logits=True)``:
+    one atomic max a program); ``return_max_logits=False`` returns None in its place. ``indexer_topk`` (FlashMLA's, for DeepSeek-V4's indexer loss): lse_indexer
     is the LSE over the first indexer_topk entries of each row's list (within topk_length), computed by
     a second attention call over those entries. ``out=`` (keyword only, as vLLM's DeepSeek-V4 code
     passes it): a preallocated [s_q, h, d_v] tensor of q's dtype that receives the output, returned first.
