@@ -6,11 +6,10 @@
 # prepared.) Afterwards: where step 2 shows the H200 faster without the raw kernel's prefetch, as the H100 was,
 # apply benchmarks/results/session51/drop_raw_prefetch.patch (its H200_NUMBERS placeholder filled in).
 #   bash benchmarks/h200_session.sh   (after: source .whl/prelude.sh && python3 -m pip install .)
-# Then, on any card (the s49a steps stop at once on another than the H200; this one runs on an H100 too): session 57's
-# max_logits kernel (FlashMLA prefill's second result) checked against fp64 and timed against the PyTorch pass it
-# replaced and the attention call, with a few tilings (benchmarks/calls/max_logits_gpu.py; its json into $OUT).
+# First, on any card: session 58's max_logits written by the attention kernel (sparse_mla(return_max_logits=True))
+# checked against fp64 and timed against the call without it (benchmarks/calls/max_logits_fused_gpu.py; json in $OUT).
 set -u
 here="$(dirname "$0")"
+timeout 330 python3 "$here/calls/max_logits_fused_gpu.py" > "$OUT/max_logits_fused.log" 2>&1
+echo "== max_logits_fused_gpu rc=$?"; grep "^|\|not ok\|Error" "$OUT/max_logits_fused.log" | cut -c1-200 | tail -14
 bash "$here/calls/h200_call_s49a.sh"
-timeout 240 python3 "$here/calls/max_logits_gpu.py" > "$OUT/max_logits.log" 2>&1
-echo "== max_logits_gpu rc=$?"; grep "^|\|not ok\|Error" "$OUT/max_logits.log" | tail -9

@@ -50,7 +50,7 @@ class CompileReport:
 
 
 def compile_jit(fn, arg_types: dict, constexprs: dict, arch: str, num_warps: int):
-    """Triton JIT function ``fn`` compiled for ``arch`` without a GPU (the paging and max_logits kernels): the
+    """Triton JIT function ``fn`` compiled for ``arch`` without a GPU (the paging kernels): the
     constexprs given, the arguments named in ``arg_types`` of those types (pointers 16-byte aligned, as the launches'
     tensors are), every other argument (strides, counts) i32. Raises what triton.compile raises."""
     import triton

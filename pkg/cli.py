@@ -6,21 +6,18 @@ import sys
 
 
 def _render(argv):
-    from sparsemla.gen.max_logits import MaxLogitsSpec
     from sparsemla.gen.paging import spec_from_key as paging_spec_from_key
     from sparsemla.gen.render import render_source
     from sparsemla.gen.spec import KernelSpec
     ap = argparse.ArgumentParser(prog="sparsemla gen render",
                                  description="Write the generated Triton source of a spec for a person to read.")
     ap.add_argument("--spec", required=True, help="a spec key, e.g. " + KernelSpec().key + " (attention), "
-                    "convert_indices-sm90-p64-k2048 (a paging kernel) or max_logits-sm90-qk576-cbf16")
+                    "or convert_indices-sm90-p64-k2048 (a paging kernel)")
     ap.add_argument("--out", default=".", help="directory to write <module_name>.py into")
     args = ap.parse_args(argv)
     import os
-    # The key's first part names its family: the attention's, a paging kernel's or max_logits'.
-    if args.spec.startswith("max_logits-"):
-        from_key = MaxLogitsSpec.from_key
-    elif args.spec.split("-")[0] in ("convert_indices", "pack_valid_prefix", "page_split"):
+    # The key's first part names its family: the attention's or a paging kernel's.
+    if args.spec.split("-")[0] in ("convert_indices", "pack_valid_prefix", "page_split"):
         from_key = paging_spec_from_key
     else:
         from_key = KernelSpec.from_key

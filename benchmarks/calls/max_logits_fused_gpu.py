@@ -2,7 +2,8 @@
 KernelSpec.max_logits) on the GPU: per format and shape, through the tuned dispatch (so the Gluon wide, narrow, split-K, fused-combine and
 persistent paths run where the tables choose them) and with forced configs, checked against the fp64 max over a
 sample of tokens (slots no list names hold 300s, which a read would show), out and LSE against the call without it,
-and timed against that call and the separate max_logits kernel (runtime/max_logits.py). do_bench medians, us.
+and timed against that call. do_bench medians, us. (Session 58 also timed the separate max_logits kernel, removed
+since: benchmarks/results/session58/README.md.)
     python3 benchmarks/calls/max_logits_fused_gpu.py [--out DIR]
 """
 import argparse
@@ -16,7 +17,6 @@ import triton
 import sparsemla
 from sparsemla.gen.spec import Config
 from sparsemla.runtime import triton_backend
-from sparsemla.runtime.max_logits import sparse_max_logits
 
 SLOTS = 131072
 # (format, T, H, topk, forced config or None: the dispatch's)
@@ -94,11 +94,8 @@ def main():
             plain = triton.testing.do_bench(lambda: sparsemla.sparse_mla(q, cache, idx, **call)) * 1e3
             fused = triton.testing.do_bench(
                 lambda: sparsemla.sparse_mla(q, cache, idx, return_max_logits=True, **call)) * 1e3
-            sep = None
-            if fmt in ("auto", "nope"):
-                sep = triton.testing.do_bench(lambda: sparse_max_logits(q, cache, idx, scale, tlen)) * 1e3
             row = dict(row=name, ok=bool(ok), err=err, same_out_lse=bool(same), out_rel_diff=rel, plain_us=plain,
-                       with_ml_us=fused, separate_us=sep, kernel=str(getattr(launched, "name", "")))
+                       with_ml_us=fused, kernel=str(getattr(launched, "name", "")))
         except Exception as e:  # reported, the next row runs
             row = dict(row=name, ok=False, error=f"{type(e).__name__}: {str(e)[:300]}")
         rows.append(row)
@@ -107,15 +104,14 @@ def main():
         with open(os.path.join(args.out, "max_logits_fused_gpu.json"), "w") as f:
             json.dump(rows, f, indent=1)
         torch.cuda.empty_cache()
-    print("| row | ok | max err | attention us | with max_logits us | ratio | separate pass us |")
-    print("|---|---|---|---|---|---|---|")
+    print("| row | ok | max err | attention us | with max_logits us | ratio |")
+    print("|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
-            print(f"| {r['row']} | ERROR {r['error'][:80]} |  |  |  |  |  |")
+            print(f"| {r['row']} | ERROR {r['error'][:80]} |  |  |  |  |")
             continue
-        sep = f"{r['separate_us']:.1f}" if r["separate_us"] else "-"
         print(f"| {r['row']} | {r['ok']} | {r['err']:.1e} | {r['plain_us']:.1f} | {r['with_ml_us']:.1f} | "
-              f"{r['with_ml_us'] / r['plain_us']:.3f} | {sep} |")
+              f"{r['with_ml_us'] / r['plain_us']:.3f} |")
     bad = [r["row"] for r in rows if not r["ok"]]
     print("not ok:", bad)
     return 1 if bad else 0
