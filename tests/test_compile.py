@@ -478,3 +478,32 @@ def test_compile_checks_specialize_num_splits_as_launches_do():
     constexprs = {"HAS_TOPK_LEN": True}
     sig, _ = _signature(Fn, spec, constexprs, ones={"num_splits"})
     assert sig["num_splits"] == "constexpr" and constexprs["num_splits"] == 1 and sig["num_heads"] == "i32"
+
+
+_MAX_LOGITS_SCRIPT = """
+import json, re
+from sparsemla.gen.compile_check import compile_kernel, sass_text
+from sparsemla.gen.spec import Config, KernelSpec
+out = {}
+for name, heads, cfg, kw in (("wide", 128, Config(64, 64, 1, 8, 2, gluon=True), dict(persistent=True, staged_out=True,
+                                                                                    tail_split=True)),
+                             ("narrow", 16, Config(16, 64, 4, 8, 1, gluon=True), {}),
+                             ("triton", 64, Config(64, 32, 4, 8, 2), {})):
+    for ml in (False, True):
+        spec = KernelSpec(num_heads=heads, arch="sm90", return_lse=True, max_logits=ml)
+        k = compile_kernel(spec, cfg, "sm90", **kw)
+        sass = sass_text(k.asm["cubin"])
+        out[f"{name} {ml}"] = dict(red=len(re.findall(r"REDG?\\.E\\.M(?:AX|IN)", sass)),
+                                   atom=len(re.findall(r"ATOMG?\\.E\\.M(?:AX|IN)", sass)), shared=k.metadata.shared)
+print(json.dumps(out))
+"""
+
+
+def test_max_logits_compiles_to_an_atomic_max_beside_the_lse():
+    # KernelSpec.max_logits: each kernel raises its heads' max by atomic max (a signed max for floats >= 0, an
+    # unsigned min below); shared memory unchanged, and nothing of it without max_logits.
+    got = _compiled_json(_MAX_LOGITS_SCRIPT)
+    for name in ("wide", "narrow", "triton"):
+        off, on = got[f"{name} False"], got[f"{name} True"]
+        assert off["red"] == off["atom"] == 0 and on["shared"] == off["shared"], got
+        assert on["atom"] > 0, got
