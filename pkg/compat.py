@@ -174,10 +174,11 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk
     [s_q, 1, topk] (or [s_q, topk]) int32 rows of kv, -1 or >= s_kv = skip; topk_length:
     [s_q] int32. max_logits is the max of the scaled scores over the valid entries (-inf
     when none), written by the attention kernel itself (``sparse_mla(return_max_logits=True)``:
-    one atomic max a program); ``return_max_logits=False`` returns None in its place. ``indexer_topk`` (FlashMLA's, for DeepSeek-V4's indexer loss): lse_indexer
-    is the LSE over the first indexer_topk entries of each row's list (within topk_length), computed by
-    a second attention call over those entries. ``out=`` (keyword only, as vLLM's DeepSeek-V4 code
-    passes it): a preallocated [s_q, h, d_v] tensor of q's dtype that receives the output, returned first.
+    one atomic max a program); ``return_max_logits=False`` returns None in its place.
+    ``indexer_topk`` (FlashMLA's, for DeepSeek-V4's indexer loss): lse_indexer is the LSE over the
+    first indexer_topk entries of each row's list (within topk_length), computed by a second
+    attention call over those entries. ``out=`` (keyword only, as vLLM's DeepSeek-V4 code passes
+    it): a preallocated [s_q, h, d_v] tensor of q's dtype that receives the output, returned first.
     """
     _check("q", q, "[s_q, h, d_qk]", (3,))
     s_q = q.shape[0]

@@ -263,8 +263,7 @@ def sparse_mla(q, kv_cache, indices, *, sm_scale, kv_format="auto", d_v=512, top
             if not q.is_cuda:
                 env = (env, _environ.get("TRITON_INTERPRET"), _environ.get("SPARSEMLA_ARCH"))
             key = (env, backend, kv_format, d_v, page_size, kv_scale, return_lse, return_max_logits, config,
-                   compute_dtype,
-                   check_indices, q.shape, q.stride(), q.dtype, q.device,
+                   compute_dtype, check_indices, q.shape, q.stride(), q.dtype, q.device,
                    kv_cache.shape, kv_cache.stride(), kv_cache.dtype, kv_cache.device, kv_cache.data_ptr(),
                    indices.shape, indices.stride(), indices.dtype, indices.device,
                    None if out is None else (out.shape, out.stride(), out.dtype, out.device),

@@ -1,6 +1,6 @@
 """max_logits written by the attention kernel itself (``sparse_mla(..., return_max_logits=True)``,
-KernelSpec.max_logits) on the GPU: per format and shape, through the tuned dispatch (so the Gluon wide, narrow, split-K, fused-combine and
-persistent paths run where the tables choose them) and with forced configs, checked against the fp64 max over a
+KernelSpec.max_logits) on the GPU: per format and shape, through the tuned dispatch (so the Gluon wide, narrow,
+split-K, fused-combine and persistent paths run where the tables choose them) and with forced configs, checked against the fp64 max over a
 sample of tokens (slots no list names hold 300s, which a read would show), out and LSE against the call without it,
 and timed against that call. do_bench medians, us. (Session 58 also timed the separate max_logits kernel, removed
 since: benchmarks/results/session58/README.md.)
