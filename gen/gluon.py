@@ -105,8 +105,8 @@ def raw_problem(kernel) -> str:
         return f"kv_format in {RAW_FORMATS} (the raw rows' e4m3 with one per-tensor scale, or a scale per 128 dims)"
     if kernel.block_h != 16:
         return "block_h 16 (its heads are wgmma's N)"
-    if kernel.spec.extra_topk or kernel.spec.max_logits:
-        return "no extra cache, no max_logits"
+    if kernel.spec.extra_topk:
+        return "no extra cache"
     if kernel.persistent or kernel.staged_out or kernel.tail_split or kernel.parts_bf16 or kernel.profile:
         return "none of persistent, staged_out, tail_split, parts_bf16, profile"
     return ""

@@ -402,9 +402,9 @@ def _tail(spec: KernelSpec, config: Config, num_tokens: int, sms: int, persisten
 def raw_for(spec: KernelSpec, config: Config, splits: int) -> bool:
     """Whether a Gluon ``config`` launched with ``splits`` splits (extra ones included) runs as the raw-row kernel
     (GluonKernel.raw): an fp8_e4m3 or fp8_ds_mla cache (gen/gluon.RAW_FORMATS) without an extra one, 16 heads a
-    program, one split, no max_logits (the dequantizing kernel writes it)."""
+    program, one split."""
     return (_RAW_FP8 and config.gluon and config.block_h == 16 and spec.kv_format in RAW_FORMATS and splits == 1
-            and not spec.extra_topk and not spec.max_logits)
+            and not spec.extra_topk)
 
 
 def gluon_fields(spec: KernelSpec, config: Config, units: int, sms: int) -> dict:

@@ -615,6 +615,9 @@ def test_the_raw_fp8_kernel_is_the_rule_for_16_head_fp8_programs_without_splits(
     assert not triton_backend.raw_for(fp8, Config(16, 64, 1, 8, 2), 1)  # the Triton kernel
     ds = KernelSpec(kv_format="fp8_ds_mla", num_heads=16, arch="sm90", page_size=64)
     assert triton_backend.raw_for(ds, narrow, 1) and not triton_backend.raw_for(ds, narrow, 2)
+    # (max_logits too: one program sees a token's whole list for its heads, so a store writes it)
+    assert triton_backend.raw_for(replace(ds, return_lse=True, max_logits=True), narrow, 1)
+    assert GluonKernel(replace(fp8, return_lse=True, max_logits=True), 16, raw=True).raw
     for other in (KernelSpec(num_heads=16, arch="sm90"), KernelSpec(kv_format="model1", d_qk=512, num_heads=16,
                                                                     arch="sm90", page_size=64),
                   KernelSpec(kv_format="fp8_e4m3", num_heads=16, arch="sm90", extra_topk=128)):

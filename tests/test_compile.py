@@ -488,22 +488,30 @@ out = {}
 for name, heads, cfg, kw in (("wide", 128, Config(64, 64, 1, 8, 2, gluon=True), dict(persistent=True, staged_out=True,
                                                                                     tail_split=True)),
                              ("narrow", 16, Config(16, 64, 4, 8, 1, gluon=True), {}),
-                             ("triton", 64, Config(64, 32, 4, 8, 2), {})):
+                             ("triton", 64, Config(64, 32, 4, 8, 2), {}),
+                             ("raw", 16, Config(16, 64, 1, 8, 2, gluon=True), dict(raw=True))):
     for ml in (False, True):
-        spec = KernelSpec(num_heads=heads, arch="sm90", return_lse=True, max_logits=ml)
+        fmt = dict(kv_format="fp8_ds_mla", page_size=64) if name == "raw" else {}
+        spec = KernelSpec(num_heads=heads, arch="sm90", return_lse=True, max_logits=ml, **fmt)
         k = compile_kernel(spec, cfg, "sm90", **kw)
         sass = sass_text(k.asm["cubin"])
         out[f"{name} {ml}"] = dict(red=len(re.findall(r"REDG?\\.E\\.M(?:AX|IN)", sass)),
-                                   atom=len(re.findall(r"ATOMG?\\.E\\.M(?:AX|IN)", sass)), shared=k.metadata.shared)
+                                   atom=len(re.findall(r"ATOMG?\\.E\\.M(?:AX|IN)", sass)),
+                                   stg=len(re.findall(r"\\bSTG\\.", sass)), shared=k.metadata.shared)
 print(json.dumps(out))
 """
 
 
 def test_max_logits_compiles_to_an_atomic_max_beside_the_lse():
     # KernelSpec.max_logits: each kernel raises its heads' max by atomic max (a signed max for floats >= 0, an
-    # unsigned min below); shared memory unchanged, and nothing of it without max_logits.
+    # unsigned min below); shared memory unchanged, and nothing of it without max_logits. The Gluon kernels by red (no
+    # value back: a program need not wait for it), the Triton kernel by atom (tl.atomic_max, which the interpreter
+    # also runs). The raw fp8 kernel, whose one program sees a token's whole list for its heads, by a store.
     got = _compiled_json(_MAX_LOGITS_SCRIPT)
-    for name in ("wide", "narrow", "triton"):
+    for name in ("wide", "narrow", "triton", "raw"):
         off, on = got[f"{name} False"], got[f"{name} True"]
         assert off["red"] == off["atom"] == 0 and on["shared"] == off["shared"], got
-        assert on["atom"] > 0, got
+    assert got["raw True"]["red"] == got["raw True"]["atom"] == 0, got
+    assert got["raw True"]["stg"] > got["raw False"]["stg"], got
+    assert got["wide True"]["red"] > 0 and got["narrow True"]["red"] > 0 and got["triton True"]["atom"] > 0, got
+    assert got["wide True"]["atom"] == got["narrow True"]["atom"] == 0, got
