@@ -3,7 +3,8 @@ KernelSpec.max_logits) on the GPU: per format and shape, through the tuned dispa
 split-K, fused-combine, persistent and raw fp8 paths run where the tables choose them) and with forced configs,
 checked against the fp64 max over a sample of tokens (slots no list names hold 300s, which a read would show; within
 1e-4 relative, or 5 sigma of the raw fp8 kernel's rounding of Q into two e4m3 halves), out and LSE
-against the call without it (bit-identical), and timed against that call. do_bench medians, us. (Session 58 also
+against the call without it (bit-identical), and timed against that call: CUDA-graph replay of 10 calls (the
+allocation of the max_logits buffer included), median of 3 alternating pairs, us. (Session 58 also
 timed the separate max_logits kernel, removed since: benchmarks/results/session58/README.md.)
     python3 benchmarks/calls/max_logits_fused_gpu.py [--out DIR]
 """
@@ -16,6 +17,7 @@ import torch
 import triton
 
 import sparsemla
+from sparsemla.bench import graph_time_us
 from sparsemla.gen.spec import Config
 from sparsemla.runtime import triton_backend
 
@@ -100,10 +102,10 @@ def main():
             ok = (torch.equal(torch.isinf(got), torch.isinf(want)) and not ml.isnan().any() and err <= bound
                   and same)
             plain, fused = [], []
-            for _ in range(3):  # alternating, medians
-                plain.append(triton.testing.do_bench(lambda: sparsemla.sparse_mla(q, cache, idx, **call)) * 1e3)
-                fused.append(triton.testing.do_bench(
-                    lambda: sparsemla.sparse_mla(q, cache, idx, return_max_logits=True, **call)) * 1e3)
+            for _ in range(3):  # alternating, medians; CUDA-graph replay (host work out: it would rule at T=1)
+                plain.append(graph_time_us([lambda: sparsemla.sparse_mla(q, cache, idx, **call)] * 10))
+                fused.append(graph_time_us(
+                    [lambda: sparsemla.sparse_mla(q, cache, idx, return_max_logits=True, **call)] * 10))
             plain, fused = sorted(plain)[1], sorted(fused)[1]
             row = dict(row=name, ok=bool(ok), err=err, bound=bound, same_out_lse=bool(same), out_rel_diff=rel,
                        plain_us=plain,
