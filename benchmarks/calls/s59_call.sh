@@ -10,7 +10,7 @@ export PYTHONUNBUFFERED=1
 install() {
   rm -rf build && python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | grep -v WARN | tail -3
 }
-ml() {  # $1: the log folder under $OUT
+ml() {  # $1: the log folder under $OUT, $2: the time limit, s
   mkdir -p "$OUT/$1"
   timeout "$2" python3 /tmp/max_logits_fused_gpu.py --out "$OUT/$1" > "$OUT/$1/log" 2>&1
   echo "== max_logits $1 rc=$?"; grep "^|\|not ok" "$OUT/$1/log" | cut -c1-110 | tail -16
