@@ -7,7 +7,8 @@
 # kernel's store) against a306115's (atom, the raw kernel stepping aside), installed afresh in one call.
 # (Session 41's s41a, the shipped kernels' floors, and session 39's s39b's s37c, H200-only split counts, are still
 # prepared.) Afterwards: where s49a's step 2 shows the H200 faster without the raw kernel's prefetch, as the H100 was,
-# apply benchmarks/results/session51/drop_raw_prefetch.patch (its H200_NUMBERS placeholder filled in).
+# apply benchmarks/results/session51/drop_raw_prefetch.patch (its H200_NUMBERS placeholder filled in; since session
+# 59 with --exclude='tuned/*', its table stamps being stale, then benchmarks/restamp.py).
 # On the host first (the device has no git): git archive a306115 templates gen runtime tuned > .whl/base.tar
 #   bash benchmarks/h200_session.sh   (on the device, after: source .whl/prelude.sh)
 set -u
