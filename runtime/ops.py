@@ -49,7 +49,8 @@ def sparse_mla_op(q, kv_cache, indices, out, sm_scale, kv_format, d_v, return_ls
     if not out.is_inference():  # what an in-place op owes autograd's bookkeeping (custom_op's wrapper did it)
         torch.autograd.graph.increment_version(out)
     if return_max_logits:
-        # The [T, H, 2] buffer both are views of (runtime/api._outputs), as it is: no copy
+        # The [T, H, 2] buffer both are views of (runtime/api._outputs), as it is: no copy. (Fake tensors, as
+        # opcheck runs this body with, keep no _base: a stacked copy there.)
         pair = result[1]._base
         return pair if pair is not None and pair.shape == (*q.shape[:2], 2) else torch.stack(result[1:], -1)
     return result[1] if return_lse else q.new_empty((0,), dtype=torch.float32)

@@ -485,13 +485,13 @@ import json, re
 from sparsemla.gen.compile_check import compile_kernel, sass_text
 from sparsemla.gen.spec import Config, KernelSpec
 out = {}
-for name, heads, cfg, kw in (("wide", 128, Config(64, 64, 1, 8, 2, gluon=True), dict(persistent=True, staged_out=True,
-                                                                                    tail_split=True)),
-                             ("narrow", 16, Config(16, 64, 4, 8, 1, gluon=True), {}),
-                             ("triton", 64, Config(64, 32, 4, 8, 2), {}),
-                             ("raw", 16, Config(16, 64, 1, 8, 2, gluon=True), dict(raw=True))):
+ds = dict(kv_format="fp8_ds_mla", page_size=64)
+for name, fmt, heads, cfg, kw in (("wide", {}, 128, Config(64, 64, 1, 8, 2, gluon=True),
+                                   dict(persistent=True, staged_out=True, tail_split=True)),
+                                  ("narrow", {}, 16, Config(16, 64, 4, 8, 1, gluon=True), {}),
+                                  ("triton", {}, 64, Config(64, 32, 4, 8, 2), {}),
+                                  ("raw", ds, 16, Config(16, 64, 1, 8, 2, gluon=True), dict(raw=True))):
     for ml in (False, True):
-        fmt = dict(kv_format="fp8_ds_mla", page_size=64) if name == "raw" else {}
         spec = KernelSpec(num_heads=heads, arch="sm90", return_lse=True, max_logits=ml, **fmt)
         k = compile_kernel(spec, cfg, "sm90", **kw)
         sass = sass_text(k.asm["cubin"])
